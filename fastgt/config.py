@@ -1,0 +1,29 @@
+"""Defaults shared by the engine and the orchestration layer."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: numba threads per worker process in sweeps (a single big run uses all threads)
+THREADS_PER_WORKER = 1
+
+#: compile flags of every kernel: error_model="numpy" lets loops with divisions vectorize,
+#: "contract" allows FMA; no reassociation, so results do not depend on vector width choices
+#: made across different reductions.
+NJIT_FLAGS = {"cache": True, "error_model": "numpy", "fastmath": {"contract"}}
+#: small helpers are inlined at numba-IR level, so that LLVM sees (and vectorizes) whole loops
+INLINE_FLAGS = dict(NJIT_FLAGS, inline="always")
+
+#: a run counts as diverged when a metric is not finite or loss_nodes exceeds
+#: DIVERGE_FACTOR * max(1, loss_nodes at step 0)
+DIVERGE_FACTOR = 1e12
+
+
+def cache_base() -> Path:
+    """Root of fastgt's compile cache: $FASTGT_CACHE_DIR, else $NUMBA_CACHE_DIR, else ~/.cache/fastgt."""
+    for var in ("FASTGT_CACHE_DIR", "NUMBA_CACHE_DIR"):
+        if os.environ.get(var):
+            return Path(os.environ[var])
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "fastgt"

@@ -1,0 +1,51 @@
+"""User-facing errors: one line, naming the parameter and what is allowed."""
+
+
+class FastGTError(ValueError):
+    """Bad input from a user. The CLI prints ``str(err)`` on one line, never a traceback."""
+
+
+def bad(param: str, value, allowed: str) -> FastGTError:
+    """Build the standard error: ``<param>=<value> is invalid: allowed <allowed>``."""
+    return FastGTError(f"{param}={value!r} is invalid: allowed {allowed}")
+
+
+def check_choice(param: str, value, choices) -> None:
+    if value not in choices:
+        raise bad(param, value, "one of " + ", ".join(repr(c) for c in choices))
+
+
+def check_int(param: str, value, lo: int | None = None, hi: int | None = None) -> int:
+    ok = isinstance(value, (int,)) and not isinstance(value, bool)
+    if not ok:
+        try:
+            import numpy as np
+
+            ok = isinstance(value, np.integer)
+        except ImportError:  # pragma: no cover
+            ok = False
+    if not ok or (lo is not None and value < lo) or (hi is not None and value > hi):
+        rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
+        raise bad(param, value, rng)
+    return int(value)
+
+
+def check_float(param: str, value, lo: float | None = None, hi: float | None = None,
+                lo_open: bool = False, hi_open: bool = False) -> float:
+    import math
+
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise bad(param, value, "a number") from None
+    if isinstance(value, bool) or not math.isfinite(v):
+        raise bad(param, value, "a finite number")
+    low_bad = lo is not None and (v <= lo if lo_open else v < lo)
+    high_bad = hi is not None and (v >= hi if hi_open else v > hi)
+    if low_bad or high_bad:
+        left = "(" if lo_open else "["
+        right = ")" if hi_open else "]"
+        lo_s = "-inf" if lo is None else f"{lo:g}"
+        hi_s = "inf" if hi is None else f"{hi:g}"
+        raise bad(param, value, f"a number in {left}{lo_s}, {hi_s}{right}")
+    return v

@@ -1,0 +1,66 @@
+"""Recorded metrics, with fixed block-order reductions (thread-count independent bits).
+
+For a diagonal quadratic f(x) = 1/2 sum_k abar_k (x_k - xstar_k)^2 + f*:
+out = [loss_avg, loss_nodes, consensus, grad_norm2, tracking]
+  loss_avg   = f(xbar) - f*,                loss_nodes = (1/n) sum_i f(x_i) - f*
+  consensus  = (1/n) sum_i ||x_i - xbar||^2, grad_norm2 = ||grad f(xbar)||^2
+  tracking   = (1/n) sum_i ||y_i - ybar||^2 (NaN when has_y is False)
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from ..config import NJIT_FLAGS
+from .mixing import accumulate, block_range, reduce_blocks
+
+
+@njit(parallel=True, **NJIT_FLAGS)
+def quadratic_metrics(X, Y, has_y, abar, xstar, part, out):
+    n, d = X.shape
+    nb = part.shape[0]
+    for b in prange(nb):
+        lo, hi = block_range(b, nb, n)
+        part[b, :, :] = 0.0
+        for i in range(lo, hi):
+            accumulate(part[b, 0], X[i])
+            if has_y:
+                accumulate(part[b, 1], Y[i])
+    xbar = np.empty(d)
+    ybar = np.zeros(d)
+    reduce_blocks(part, 0, xbar, n)
+    if has_y:
+        reduce_blocks(part, 1, ybar, n)
+    sums = np.zeros((nb, 3))
+    for b in prange(nb):
+        lo, hi = block_range(b, nb, n)
+        ln = 0.0
+        cons = 0.0
+        trk = 0.0
+        for i in range(lo, hi):
+            for k in range(d):
+                e = X[i, k] - xstar[k]
+                ln += abar[k] * e * e
+                c = X[i, k] - xbar[k]
+                cons += c * c
+            if has_y:
+                for k in range(d):
+                    c = Y[i, k] - ybar[k]
+                    trk += c * c
+        sums[b, 0] = ln
+        sums[b, 1] = cons
+        sums[b, 2] = trk
+    la = 0.0
+    gn = 0.0
+    for k in range(d):
+        e = xbar[k] - xstar[k]
+        la += abar[k] * e * e
+        gn += (abar[k] * e) ** 2
+    tot = np.zeros(3)
+    for b in range(nb):
+        for q in range(3):
+            tot[q] += sums[b, q]
+    out[0] = 0.5 * la
+    out[1] = 0.5 * tot[0] / n
+    out[2] = tot[1] / n
+    out[3] = gn
+    out[4] = tot[2] / n if has_y else np.nan

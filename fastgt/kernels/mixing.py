@@ -1,0 +1,70 @@
+"""Row-wise mixing with W = A + beta (1/n) 1 1^T, A in CSR form, and block reductions.
+
+Rows are processed in ``nb`` fixed blocks (nb depends on n only, never on the thread
+count); column sums are accumulated per block and reduced in block order, so every
+result is bit-identical for any number of threads.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from ..config import INLINE_FLAGS, NJIT_FLAGS
+
+BLOCKS_MAX = 256
+ROWS_MIN = 8
+
+
+@njit(**NJIT_FLAGS)
+def n_blocks(n):
+    return min(BLOCKS_MAX, (n + ROWS_MIN - 1) // ROWS_MIN)
+
+
+@njit(**INLINE_FLAGS)
+def block_range(b, nb, n):
+    bs = (n + nb - 1) // nb
+    return b * bs, min(n, (b + 1) * bs)
+
+
+@njit(**INLINE_FLAGS)
+def mix_row(out, i, indptr, indices, weights, beta, mean, Z):
+    """out = (W Z)_i = sum_j a_ij Z_j + beta * mean(Z)."""
+    d = out.shape[0]
+    for k in range(d):
+        out[k] = beta * mean[k]
+    for e in range(indptr[i], indptr[i + 1]):
+        j = indices[e]
+        w = weights[e]
+        for k in range(d):
+            out[k] += w * Z[j, k]
+
+
+@njit(**INLINE_FLAGS)
+def accumulate(acc, row):
+    for k in range(row.shape[0]):
+        acc[k] += row[k]
+
+
+@njit(**INLINE_FLAGS)
+def reduce_blocks(part, q, out, n):
+    """out = (sum over blocks b, in order, of part[b, q]) / n."""
+    d = out.shape[0]
+    for k in range(d):
+        out[k] = 0.0
+    for b in range(part.shape[0]):
+        for k in range(d):
+            out[k] += part[b, q, k]
+    for k in range(d):
+        out[k] /= n
+
+
+@njit(parallel=True, **NJIT_FLAGS)
+def column_means(Z, part, q, out):
+    """out = mean over rows of Z, with the fixed block order (part: nb x Q x d scratch)."""
+    n = Z.shape[0]
+    nb = part.shape[0]
+    for b in prange(nb):
+        lo, hi = block_range(b, nb, n)
+        part[b, q, :] = 0.0
+        for i in range(lo, hi):
+            accumulate(part[b, q], Z[i])
+    reduce_blocks(part, q, out, n)

@@ -1,0 +1,44 @@
+"""Gradient noise models, chosen per run: none, gaussian (Setup A), structured (Setup B)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import check_choice, check_float
+from ..kernels.oracles import GAUSSIAN, NONE, STRUCTURED
+
+NOISES = {"none": NONE, "gaussian": GAUSSIAN, "structured": STRUCTURED}
+
+
+@dataclass(eq=False)
+class Noise:
+    """Kernel-ready noise description. In both noisy models (1/n) sum_i E||noise_i||^2 = sigma2.
+
+    structured: one xi ~ N(0, sigma2/d I_d) per step; coordinate k < ceil(d/2) of node i gets
+    xi_k v_i, the others xi_k u_i, with v (lambda_n) and u (lambda2) eigenvectors of W scaled
+    to norm sqrt(n).
+    """
+
+    name: str
+    kind: int
+    scale: float
+    xi: np.ndarray
+    uv: np.ndarray
+    dv: int
+
+    def kernel_args(self, seed: int) -> tuple:
+        return (int(seed), self.kind, self.scale, self.xi, self.uv, self.dv)
+
+
+def make_noise(name: str, sigma2: float, d: int, W) -> Noise:
+    check_choice("noise", name, tuple(NOISES))
+    sigma2 = check_float("sigma2", sigma2, 0.0)
+    kind = NOISES[name] if sigma2 > 0 else NONE
+    uv = np.zeros((2, 1))
+    if kind == STRUCTURED:
+        sp = W.spectrum(vectors=True)
+        uv = np.ascontiguousarray(np.stack([sp.v, sp.u]) * math.sqrt(W.n))
+    return Noise(name, kind, math.sqrt(sigma2 / d), np.zeros(d), uv, (d + 1) // 2)

@@ -1,0 +1,117 @@
+"""Diagonal quadratic objectives: f_i(x) = 1/2 sum_k a_ik x_k^2 - b_ik x_k + c_i.
+
+Every built-in problem is of this form, which is what the kernels evaluate:
+Setup A (``quadratic``, f_i = ||x||^2), ``consensus`` and ``hetero_quadratic``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import FastGTError, check_float
+
+
+@dataclass(eq=False)
+class DiagonalQuadratic:
+    """A problem instance on n nodes in dimension d.
+
+    ``A``/``B`` are n x d arrays (heterogeneous case) or None, in which case every node has
+    f_i(x) = a0/2 ||x||^2. ``const`` is the mean of the constants c_i (it only shifts f*).
+    """
+
+    name: str
+    n: int
+    d: int
+    a0: float = 2.0
+    A: np.ndarray | None = None
+    B: np.ndarray | None = None
+    const: float = 0.0
+
+    def __post_init__(self):
+        if (self.A is None) != (self.B is None):
+            raise FastGTError("a heterogeneous quadratic needs both a and b")
+        if self.A is not None:
+            for nm, arr in (("a", self.A), ("b", self.B)):
+                if arr.shape != (self.n, self.d):
+                    raise FastGTError(f"{nm} has shape {arr.shape}: allowed (n, d) = ({self.n}, {self.d})")
+                if not np.all(np.isfinite(arr)):
+                    raise FastGTError(f"{nm} must be finite")
+            if np.any(self.A < 0) or np.any(self.A.mean(axis=0) <= 0):
+                raise FastGTError("a is invalid: allowed a >= 0 with a positive mean over nodes in every coordinate")
+            self.A = np.ascontiguousarray(self.A, dtype=np.float64)
+            self.B = np.ascontiguousarray(self.B, dtype=np.float64)
+        else:
+            check_float("a0", self.a0, 0.0, lo_open=True)
+
+    @property
+    def hetero(self) -> bool:
+        return self.A is not None
+
+    @property
+    def abar(self) -> np.ndarray:
+        """Curvature of f = (1/n) sum f_i, per coordinate."""
+        return self.A.mean(axis=0) if self.hetero else np.full(self.d, float(self.a0))
+
+    @property
+    def bbar(self) -> np.ndarray:
+        return self.B.mean(axis=0) if self.hetero else np.zeros(self.d)
+
+    @property
+    def xstar(self) -> np.ndarray:
+        return self.bbar / self.abar
+
+    @property
+    def fstar(self) -> float:
+        return float(self.const - 0.5 * np.sum(self.bbar**2 / self.abar))
+
+    @property
+    def L(self) -> float:
+        """Smoothness constant of every f_i."""
+        return float(self.A.max()) if self.hetero else float(self.a0)
+
+    @property
+    def mu(self) -> float:
+        """Strong convexity constant of every f_i (0 if some f_i is not strongly convex)."""
+        return float(self.A.min()) if self.hetero else float(self.a0)
+
+    def grad(self, X: np.ndarray) -> np.ndarray:
+        """Exact local gradients, row i = grad f_i(x_i) (numpy; for references and checks)."""
+        return self.A * X - self.B if self.hetero else self.a0 * X
+
+    def loss(self, x: np.ndarray) -> np.ndarray:
+        """f(x) - f* for x of shape (d,) or rows of (m, d)."""
+        return 0.5 * np.sum(self.abar * (np.asarray(x) - self.xstar) ** 2, axis=-1)
+
+    def kernel_args(self) -> tuple:
+        dummy = np.zeros((1, 1))
+        return (self.hetero, float(self.a0),
+                self.A if self.hetero else dummy, self.B if self.hetero else dummy)
+
+
+def _array(name: str, value, n: int, d: int) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != (n, d):
+        raise FastGTError(f"{name} has shape {arr.shape}: allowed (n, d) = ({n}, {d})")
+    return arr
+
+
+def quadratic(n: int, d: int) -> DiagonalQuadratic:
+    """Setup A: f_i(x) = ||x||^2 on every node (grad 2x, x* = 0, f* = 0)."""
+    return DiagonalQuadratic("quadratic", n, d, a0=2.0)
+
+
+def hetero_quadratic(n: int, d: int, a=None, b=None, L: float = 1.0, mu: float = 0.1,
+                     zeta: float = 1.0, seed: int = 0) -> DiagonalQuadratic:
+    """f_i(x) = 1/2 x^T diag(a_i) x - b_i^T x. Drawn when not given:
+    a_ik ~ U[mu, L], b_ik ~ N(0, zeta^2 / d)."""
+    rng = np.random.default_rng([int(seed), 0x4E7])
+    if a is None:
+        L = check_float("L", L, 0.0, lo_open=True)
+        mu = check_float("mu", mu, 0.0, L, lo_open=True)
+        a = rng.uniform(mu, L, size=(n, d))
+    if b is None:
+        zeta = check_float("zeta", zeta, 0.0)
+        b = rng.normal(0.0, zeta / np.sqrt(d), size=(n, d))
+    return DiagonalQuadratic("hetero_quadratic", n, d, A=_array("a", a, n, d), B=_array("b", b, n, d))

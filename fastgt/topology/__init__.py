@@ -1,0 +1,49 @@
+"""Communication topologies: ``topology(name, **params) -> MixingMatrix``."""
+
+from __future__ import annotations
+
+import inspect
+
+from ..errors import FastGTError, bad, check_choice
+from .families import FAMILIES
+from .mixing import MixingMatrix, validate
+from .spectrum import Spectrum
+
+__all__ = ["topology", "family_params", "FAMILIES", "MixingMatrix", "Spectrum", "validate"]
+
+
+def family_params(name: str) -> dict:
+    """Parameter names of a family (plus ``lazy``) -> default (``inspect.Parameter.empty`` if required)."""
+    check_choice("topology", name, tuple(FAMILIES))
+    sig = inspect.signature(FAMILIES[name])
+    out = {k: p.default for k, p in sig.parameters.items()}
+    out["lazy"] = False
+    return out
+
+
+def topology(name: str, **params) -> MixingMatrix:
+    """Build and validate a mixing matrix.
+
+    Families: ring(n, self_weight=1/3), interp_ring(n, alpha, self_weight=1/3),
+    torus(rows, cols | n), complete(n), star(n), hypercube(n), exponential(n),
+    erdos_renyi(n, prob, seed=0), geometric(n, radius, seed=0), from_edges(edges, n=None),
+    from_matrix(W). General graphs take ``weights="metropolis"|"max_degree"``.
+    Any family takes ``lazy=True`` for (W + I) / 2.
+    """
+    if isinstance(name, MixingMatrix):
+        return name
+    allowed = family_params(name)
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise bad(unknown[0], params[unknown[0]],
+                  f"parameters of {name!r}: {', '.join(sorted(allowed))}")
+    missing = [k for k, d in allowed.items() if d is inspect.Parameter.empty and k not in params]
+    if missing:
+        raise FastGTError(f"topology {name!r} needs {', '.join(missing)}")
+    lazy = params.pop("lazy", False)
+    if not isinstance(lazy, bool):
+        raise bad("lazy", lazy, "true or false")
+    mm = FAMILIES[name](**params)
+    if lazy:
+        mm = mm.lazy()
+    return validate(mm)

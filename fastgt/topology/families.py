@@ -1,0 +1,202 @@
+"""Graph families. Each builder returns an unvalidated MixingMatrix; see topology()."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import FastGTError, bad, check_float, check_int
+from .mixing import MixingMatrix
+from .weights import from_edge_list
+
+
+def _circulant(shape: tuple[int, ...], offsets: list[tuple[tuple[int, ...], float]]) -> sp.csr_matrix:
+    """Sparse circulant on the grid ``shape`` (row-major node ids) from (offset, weight) pairs.
+
+    Offsets that coincide modulo the shape (tiny rings and tori) have their weights summed.
+    """
+    n = math.prod(shape)
+    idx = np.indices(shape).reshape(len(shape), -1)
+    rows, cols, vals = [], [], []
+    for off, w in offsets:
+        if w == 0.0:
+            continue
+        shifted = [(idx[a] + off[a]) % shape[a] for a in range(len(shape))]
+        rows.append(np.arange(n))
+        cols.append(np.ravel_multi_index(shifted, shape))
+        vals.append(np.full(n, w))
+    return sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                         shape=(n, n)).tocsr()
+
+
+def _edges_matrix(name: str, params: dict, edges, n: int, weights: str, structure=None) -> MixingMatrix:
+    return MixingMatrix.from_sparse(from_edge_list(edges, n, weights), 0.0, name=name,
+                                    params=params, structure=structure)
+
+
+def ring(n: int, self_weight: float = 1 / 3) -> MixingMatrix:
+    """Ring: w_ii = self_weight, both neighbours (1 - self_weight) / 2."""
+    n = check_int("n", n, 2)
+    w = check_float("self_weight", self_weight, 0.0, 1.0, hi_open=True)
+    A = _circulant((n,), [((0,), w), ((1,), (1 - w) / 2), ((-1,), (1 - w) / 2)])
+    return MixingMatrix.from_sparse(A, 0.0, name="ring", params={"n": n, "self_weight": w},
+                                    structure=("circulant", (n,)))
+
+
+def interp_ring(n: int, alpha: float, self_weight: float = 1 / 3) -> MixingMatrix:
+    """alpha * W_ring(self_weight) + (1 - alpha) / n * 1 1^T, stored as sparse part + mean term."""
+    a = check_float("alpha", alpha, 0.0, 1.0)
+    base = ring(n, self_weight)
+    return MixingMatrix(base.indptr, base.indices, base.weights * a, 1.0 - a, name="interp_ring",
+                        params={"n": base.n, "alpha": a, "self_weight": base.params["self_weight"]},
+                        structure=base.structure)
+
+
+def torus(rows: int | None = None, cols: int | None = None, n: int | None = None) -> MixingMatrix:
+    """2-d torus (rows x cols grid with wrap-around), uniform weight 1/5 incl. the self-loop.
+
+    ``n`` alone gives a square torus (n must be a perfect square).
+    """
+    if rows is None and cols is None:
+        if n is None:
+            raise FastGTError("torus needs rows and cols (or n, a perfect square)")
+        n = check_int("n", n, 4)
+        r = math.isqrt(n)
+        if r * r != n:
+            raise bad("n", n, "a perfect square for a square torus (or give rows and cols)")
+        rows = cols = r
+    elif rows is None or cols is None:
+        raise FastGTError("torus needs both rows and cols")
+    rows = check_int("rows", rows, 1)
+    cols = check_int("cols", cols, 1)
+    if n is not None and n != rows * cols:
+        raise bad("n", n, f"rows * cols = {rows * cols} (or omit n)")
+    if rows * cols < 2:
+        raise bad("rows", rows, "rows * cols >= 2")
+    offs = [((0, 0), 0.2), ((1, 0), 0.2), ((-1, 0), 0.2), ((0, 1), 0.2), ((0, -1), 0.2)]
+    A = _circulant((rows, cols), offs)
+    return MixingMatrix.from_sparse(A, 0.0, name="torus", params={"rows": rows, "cols": cols},
+                                    structure=("circulant", (rows, cols)))
+
+
+def complete(n: int) -> MixingMatrix:
+    """Fully connected, W = (1/n) 1 1^T: no sparse entries, mean_weight 1."""
+    n = check_int("n", n, 2)
+    return MixingMatrix(np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0), 1.0,
+                        name="complete", params={"n": n}, structure=("circulant", (n,)))
+
+
+def star(n: int, weights: str = "metropolis") -> MixingMatrix:
+    """Star: node 0 linked to every other node."""
+    n = check_int("n", n, 2)
+    edges = np.stack([np.zeros(n - 1, np.int64), np.arange(1, n)], axis=1)
+    return _edges_matrix("star", {"n": n, "weights": weights}, edges, n, weights)
+
+
+def hypercube(n: int, weights: str = "metropolis") -> MixingMatrix:
+    """Hypercube on n = 2^dim nodes: i ~ i XOR 2^k."""
+    n = check_int("n", n, 2)
+    dim = n.bit_length() - 1
+    if 1 << dim != n:
+        raise bad("n", n, "a power of 2 for a hypercube")
+    i = np.arange(n)
+    edges = np.concatenate([np.stack([i, i ^ (1 << k)], axis=1) for k in range(dim)])
+    return _edges_matrix("hypercube", {"n": n, "weights": weights}, edges, n, weights,
+                         structure=("hypercube", dim))
+
+
+def exponential(n: int, weights: str = "metropolis") -> MixingMatrix:
+    """Static exponential graph: i ~ i +- 2^k (mod n) for every 2^k < n."""
+    n = check_int("n", n, 2)
+    i = np.arange(n)
+    hops = [1 << k for k in range(max(1, (n - 1).bit_length())) if (1 << k) < n]
+    edges = np.concatenate([np.stack([i, (i + h) % n], axis=1) for h in hops])
+    return _edges_matrix("exponential", {"n": n, "weights": weights}, edges, n, weights,
+                         structure=("circulant", (n,)))
+
+
+def erdos_renyi(n: int, prob: float, seed: int = 0, weights: str = "metropolis") -> MixingMatrix:
+    """G(n, prob): each of the n(n-1)/2 pairs is an edge with probability prob. O(n + m) sampling."""
+    n = check_int("n", n, 2)
+    prob = check_float("prob", prob, 0.0, 1.0, lo_open=True)
+    seed = check_int("seed", seed, 0)
+    rng = np.random.default_rng([seed, 0xE5])
+    total = n * (n - 1) // 2
+    m = int(rng.binomial(total, prob))
+    lin = rng.choice(total, size=m, replace=False) if m < total else np.arange(total)
+    # linear index -> (i, j), i < j, rows ordered i = 0, 1, ...: row i starts at i*n - i(i+1)/2
+    i = (2 * n - 1 - np.sqrt((2 * n - 1) ** 2 - 8.0 * lin)) // 2
+    i = i.astype(np.int64)
+    start = i * n - i * (i + 1) // 2
+    fix = lin < start  # guard the float sqrt at row boundaries
+    i[fix] -= 1
+    start = i * n - i * (i + 1) // 2
+    over = lin >= start + (n - 1 - i)
+    i[over] += 1
+    start = i * n - i * (i + 1) // 2
+    j = lin - start + i + 1
+    return _edges_matrix("erdos_renyi", {"n": n, "prob": prob, "seed": seed, "weights": weights},
+                         np.stack([i, j], axis=1), n, weights)
+
+
+def geometric(n: int, radius: float, seed: int = 0, weights: str = "metropolis") -> MixingMatrix:
+    """Random geometric graph: n uniform points in the unit square, edges at distance <= radius."""
+    from scipy.spatial import cKDTree
+
+    n = check_int("n", n, 2)
+    radius = check_float("radius", radius, 0.0, lo_open=True)
+    seed = check_int("seed", seed, 0)
+    pts = np.random.default_rng([seed, 0x6E0]).random((n, 2))
+    edges = cKDTree(pts).query_pairs(radius, output_type="ndarray")
+    return _edges_matrix("geometric", {"n": n, "radius": radius, "seed": seed, "weights": weights},
+                         edges, n, weights)
+
+
+def from_edges(edges, n: int | None = None, weights: str = "metropolis") -> MixingMatrix:
+    """A user graph: an (m, 2) edge list, a scipy sparse adjacency, or a networkx-like graph."""
+    if sp.issparse(edges):
+        coo = sp.coo_matrix(edges)
+        if coo.shape[0] != coo.shape[1]:
+            raise bad("edges", f"sparse {coo.shape}", "a square adjacency matrix")
+        n = coo.shape[0] if n is None else n
+        e = np.stack([coo.row, coo.col], axis=1)[coo.data != 0]
+    elif hasattr(edges, "nodes") and hasattr(edges, "edges"):
+        nodes = list(edges.nodes)
+        pos = {v: k for k, v in enumerate(nodes)}
+        n = len(nodes) if n is None else n
+        e = np.array([(pos[a], pos[b]) for a, b in edges.edges], dtype=np.int64).reshape(-1, 2)
+    else:
+        try:
+            e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+        except (TypeError, ValueError):
+            raise bad("edges", type(edges).__name__,
+                      "an (m, 2) edge list, a scipy sparse adjacency or a networkx-like graph") from None
+        n = int(e.max()) + 1 if n is None and len(e) else n
+    if n is None:
+        raise FastGTError("from_edges: n is needed for an empty edge list")
+    n = check_int("n", n, 2)
+    if len(e) and (e.min() < 0 or e.max() >= n):
+        raise bad("edges", "node ids", f"integers in [0, {n})")
+    return _edges_matrix("from_edges", {"n": n, "weights": weights}, e, n, weights)
+
+
+def from_matrix(W) -> MixingMatrix:
+    """A user mixing matrix (dense or scipy sparse), validated as is."""
+    return MixingMatrix.from_matrix(W)
+
+
+FAMILIES = {
+    "ring": ring,
+    "interp_ring": interp_ring,
+    "torus": torus,
+    "complete": complete,
+    "star": star,
+    "hypercube": hypercube,
+    "exponential": exponential,
+    "erdos_renyi": erdos_renyi,
+    "geometric": geometric,
+    "from_edges": from_edges,
+    "from_matrix": from_matrix,
+}

@@ -1,0 +1,164 @@
+"""MixingMatrix: W = A + mean_weight * (1/n) 1 1^T, with A stored as CSR neighbour lists.
+
+A dense complete graph or an interpolated ring thus costs O(n d) per mix, never O(n^2 d).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+from ..errors import FastGTError
+
+TOL = 1e-12
+
+
+@dataclass(eq=False)
+class MixingMatrix:
+    """A symmetric, doubly stochastic, nonnegative mixing matrix (paper Definition 1).
+
+    ``W = A + mean_weight / n * 1 1^T`` where ``A`` is the sparse part in CSR form
+    (``indptr``, ``indices`` int64 and ``weights`` float64, diagonal included).
+
+    ``structure`` lets the spectrum use closed forms: ``("circulant", shape)`` for
+    (multi-dimensional) circulant matrices, ``("hypercube", dim)`` for Cayley graphs of
+    Z_2^dim, ``None`` otherwise.
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    weights: np.ndarray
+    mean_weight: float = 0.0
+    name: str = "custom"
+    params: dict = field(default_factory=dict)
+    structure: tuple | None = None
+    _spectra: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        self.indptr = np.ascontiguousarray(self.indptr, dtype=np.int64)
+        self.indices = np.ascontiguousarray(self.indices, dtype=np.int64)
+        self.weights = np.ascontiguousarray(self.weights, dtype=np.float64)
+        self.mean_weight = float(self.mean_weight)
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def n(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def nnz(self) -> int:
+        return len(self.indices)
+
+    def sparse_part(self) -> sp.csr_matrix:
+        """The sparse part A as a scipy CSR matrix."""
+        n = self.n
+        return sp.csr_matrix((self.weights, self.indices, self.indptr), shape=(n, n))
+
+    def to_dense(self) -> np.ndarray:
+        """Dense W (n x n). Only for small n: tests and references."""
+        return self.sparse_part().toarray() + self.mean_weight / self.n
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        """W @ x for x of shape (n,) or (n, d), in O(nnz d + n d)."""
+        return self.sparse_part() @ x + self.mean_weight * x.mean(axis=0, keepdims=x.ndim > 1)
+
+    def describe(self) -> str:
+        ps = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.name}({ps})"
+
+    def __repr__(self) -> str:
+        return f"MixingMatrix({self.describe()}, n={self.n}, nnz={self.nnz}, mean_weight={self.mean_weight:g})"
+
+    def spectrum(self, vectors: bool = False, method: str = "auto"):
+        """Eigen-summary of W: lambda2, lambda_n, delta, p, c (and unit u, v if vectors).
+
+        ``method``: ``"auto"`` (closed form when known, dense eigh for moderate n, else
+        Lanczos), ``"closed"``, ``"dense"`` or ``"sparse"``.
+        """
+        from .spectrum import compute_spectrum
+
+        key = (vectors, method)
+        if key not in self._spectra:
+            self._spectra[key] = compute_spectrum(self, vectors=vectors, method=method)
+        return self._spectra[key]
+
+    # ------------------------------------------------------------ constructors
+    @classmethod
+    def from_sparse(cls, A, mean_weight: float = 0.0, **kw) -> "MixingMatrix":
+        A = sp.csr_matrix(A, dtype=np.float64)
+        A.sum_duplicates()
+        A.sort_indices()
+        return cls(A.indptr, A.indices, A.data, mean_weight, **kw)
+
+    @classmethod
+    def from_matrix(cls, W, mean_weight: float = 0.0, name: str = "matrix") -> "MixingMatrix":
+        """Wrap a user matrix (dense array or scipy sparse) and validate it."""
+        if sp.issparse(W):
+            A = sp.csr_matrix(W, dtype=np.float64)
+        else:
+            W = np.asarray(W, dtype=np.float64)
+            if W.ndim != 2 or W.shape[0] != W.shape[1]:
+                raise FastGTError(f"W must be a square matrix, got shape {W.shape}")
+            A = sp.csr_matrix(W)
+        if A.shape[0] != A.shape[1]:
+            raise FastGTError(f"W must be a square matrix, got shape {A.shape}")
+        A.eliminate_zeros()
+        mm = cls.from_sparse(A, mean_weight, name=name, params={"n": A.shape[0]})
+        validate(mm)
+        return mm
+
+    def lazy(self) -> "MixingMatrix":
+        """(W + I) / 2: keeps the eigenvectors, maps every eigenvalue l to (l + 1) / 2, so c = 1."""
+        n = self.n
+        A = (self.sparse_part() + sp.identity(n, format="csr")) * 0.5
+        params = dict(self.params, lazy=True)
+        return MixingMatrix.from_sparse(A, self.mean_weight * 0.5, name=self.name,
+                                        params=params, structure=self.structure)
+
+
+def validate(mm: MixingMatrix) -> MixingMatrix:
+    """Raise FastGTError unless W is a valid mixing matrix with p > 0."""
+    n = mm.n
+    if n < 2:
+        raise FastGTError(f"n={n} is invalid: allowed an integer >= 2 (number of nodes)")
+    if np.any(mm.indices < 0) or np.any(mm.indices >= n):
+        raise FastGTError("W: column indices out of range [0, n)")
+    if not np.all(np.isfinite(mm.weights)):
+        raise FastGTError("W: weights must be finite")
+    if not (0.0 <= mm.mean_weight <= 1.0 + TOL):
+        raise FastGTError(f"mean_weight={mm.mean_weight!r} is invalid: allowed a number in [0, 1]")
+    if np.any(mm.weights < -TOL) or mm.mean_weight < 0:
+        raise FastGTError("W must be nonnegative: found negative weights")
+    A = mm.sparse_part()
+    asym = abs(A - A.T)
+    if asym.nnz and asym.max() > TOL:
+        raise FastGTError(f"W must be symmetric: max |w_ij - w_ji| = {asym.max():.3g} > {TOL:g}")
+    rows = np.asarray(A.sum(axis=1)).ravel() + mm.mean_weight
+    err = np.max(np.abs(rows - 1.0))
+    if err > TOL:
+        raise FastGTError(f"W must be doubly stochastic: max |row sum - 1| = {err:.3g} > {TOL:g}")
+    if mm.mean_weight <= TOL:
+        ncomp, _ = connected_components(A, directed=False)
+        if ncomp > 1:
+            raise FastGTError(
+                f"graph is disconnected ({ncomp} components): p = 0; "
+                "allowed only connected graphs (raise prob/radius or pick another seed)")
+        if np.all(A.diagonal() <= TOL) and _is_bipartite(A):
+            raise FastGTError(
+                "W has eigenvalue -1 (bipartite graph with zero self-weights): p = 0; "
+                "allowed only W with lambda_n > -1 (use lazy=True or a positive self_weight)")
+    return mm
+
+
+def _is_bipartite(A: sp.csr_matrix) -> bool:
+    """Two-colour the (connected) graph by BFS depth parity and check every edge."""
+    order, pred = breadth_first_order(A, 0, directed=False, return_predecessors=True)
+    depth = np.zeros(A.shape[0], dtype=np.int64)
+    for v in order[1:]:  # BFS order: predecessors come first
+        depth[v] = depth[pred[v]] + 1
+    coo = A.tocoo()
+    off = coo.row != coo.col
+    return bool(np.all((depth[coo.row[off]] - depth[coo.col[off]]) % 2 == 1))

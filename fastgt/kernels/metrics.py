@@ -1,4 +1,4 @@
-"""Recorded metrics, with fixed block-order reductions (thread-count independent bits).
+"""Recorded metrics (sequential: a record costs one pass over X and Y, far fewer than steps).
 
 For a diagonal quadratic f(x) = 1/2 sum_k abar_k (x_k - xstar_k)^2 + f*:
 out = [loss_avg, loss_nodes, consensus, grad_norm2, tracking]
@@ -8,19 +8,19 @@ out = [loss_avg, loss_nodes, consensus, grad_norm2, tracking]
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..config import NJIT_FLAGS
-from .mixing import accumulate, block_range, reduce_blocks
+from .mixing import accumulate, block_range, reduce_blocks, zero
 
 
-@njit(parallel=True, **NJIT_FLAGS)
+@njit(**NJIT_FLAGS)
 def quadratic_metrics(X, Y, has_y, abar, xstar, part, out):
     n, d = X.shape
     nb = part.shape[0]
-    for b in prange(nb):
+    for b in range(nb):
         lo, hi = block_range(b, nb, n)
-        part[b, :, :] = 0.0
+        zero(part[b])
         for i in range(lo, hi):
             accumulate(part[b, 0], X[i])
             if has_y:
@@ -31,7 +31,7 @@ def quadratic_metrics(X, Y, has_y, abar, xstar, part, out):
     if has_y:
         reduce_blocks(part, 1, ybar, n)
     sums = np.zeros((nb, 3))
-    for b in prange(nb):
+    for b in range(nb):
         lo, hi = block_range(b, nb, n)
         ln = 0.0
         cons = 0.0

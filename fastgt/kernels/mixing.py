@@ -5,8 +5,7 @@ count); column sums are accumulated per block and reduced in block order, so eve
 result is bit-identical for any number of threads.
 """
 
-import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
 
@@ -25,7 +24,7 @@ def block_range(b, nb, n):
     return b * bs, min(n, (b + 1) * bs)
 
 
-@njit(**INLINE_FLAGS)
+@njit(**NJIT_FLAGS)
 def mix_row(out, i, indptr, indices, weights, beta, mean, Z):
     """out = (W Z)_i = sum_j a_ij Z_j + beta * mean(Z)."""
     d = out.shape[0]
@@ -39,6 +38,15 @@ def mix_row(out, i, indptr, indices, weights, beta, mean, Z):
 
 
 @njit(**INLINE_FLAGS)
+def zero(a):
+    """a[...] = 0 for a C-contiguous array, as a loop (array expressions inside prange
+    become nested parfors, which cost compile time and nothing else)."""
+    flat = a.reshape(a.size)
+    for k in range(flat.shape[0]):
+        flat[k] = 0.0
+
+
+@njit(**NJIT_FLAGS)
 def accumulate(acc, row):
     for k in range(row.shape[0]):
         acc[k] += row[k]
@@ -57,14 +65,14 @@ def reduce_blocks(part, q, out, n):
         out[k] /= n
 
 
-@njit(parallel=True, **NJIT_FLAGS)
+@njit(**NJIT_FLAGS)
 def column_means(Z, part, q, out):
-    """out = mean over rows of Z, with the fixed block order (part: nb x Q x d scratch)."""
+    """out = mean over rows of Z, summed in the same block order as the step kernels."""
     n = Z.shape[0]
     nb = part.shape[0]
-    for b in prange(nb):
+    for b in range(nb):
         lo, hi = block_range(b, nb, n)
-        part[b, q, :] = 0.0
+        zero(part[b, q])
         for i in range(lo, hi):
             accumulate(part[b, q], Z[i])
     reduce_blocks(part, q, out, n)

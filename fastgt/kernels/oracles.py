@@ -8,11 +8,9 @@ STRUCTURED (Setup B: one xi ~ N(0, sigma2/d I_d) per step shared by all nodes, n
 coordinate k gets xi_k * uv[0, i] for k < dv and xi_k * uv[1, i] otherwise).
 """
 
-import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
-from .mixing import block_range, n_blocks
 from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
 
 NONE = 0
@@ -27,7 +25,7 @@ def draw_shared(kind, tkey, xi, scale):
         fill_normals(row_key(tkey, -1), xi, scale)
 
 
-@njit(**INLINE_FLAGS)
+@njit(**NJIT_FLAGS)
 def noise_row(out, kind, tkey, i, scale, xi, uv, dv):
     """out = node i's gradient noise at the step with key tkey."""
     d = out.shape[0]
@@ -45,7 +43,7 @@ def noise_row(out, kind, tkey, i, scale, xi, uv, dv):
             out[k] = 0.0
 
 
-@njit(**INLINE_FLAGS)
+@njit(**NJIT_FLAGS)
 def add_grad_row(g, x, i, hetero, a0, A, B):
     """g += grad f_i(x)."""
     d = g.shape[0]
@@ -57,27 +55,19 @@ def add_grad_row(g, x, i, hetero, a0, A, B):
             g[k] += a0 * x[k]
 
 
-@njit(parallel=True, **NJIT_FLAGS)
+@njit(**NJIT_FLAGS)
 def stochastic_grads(t, X, G, seed, kind, scale, xi, uv, dv, hetero, a0, A, B):
-    """G = grad F(X, xi^(t)) for every node (used at t = 0 and by references/tests)."""
-    n = X.shape[0]
-    nb = n_blocks(n)
+    """G = grad F(X, xi^(t)) for every node (used once, at t = 0, and by tests)."""
     tkey = step_key(stream_key(seed, STREAM_NOISE), t)
     draw_shared(kind, tkey, xi, scale)
-    for b in prange(nb):
-        lo, hi = block_range(b, nb, n)
-        for i in range(lo, hi):
-            noise_row(G[i], kind, tkey, i, scale, xi, uv, dv)
-            add_grad_row(G[i], X[i], i, hetero, a0, A, B)
+    for i in range(X.shape[0]):
+        noise_row(G[i], kind, tkey, i, scale, xi, uv, dv)
+        add_grad_row(G[i], X[i], i, hetero, a0, A, B)
 
 
-@njit(parallel=True, **NJIT_FLAGS)
+@njit(**NJIT_FLAGS)
 def normal_matrix(seed, stream, out, scale):
     """out[i, k] = scale * N(0, 1) from stream ``stream`` of ``seed`` (step 0)."""
-    n = out.shape[0]
-    nb = n_blocks(n)
     tkey = step_key(stream_key(seed, stream), 0)
-    for b in prange(nb):
-        lo, hi = block_range(b, nb, n)
-        for i in range(lo, hi):
-            fill_normals(row_key(tkey, i), out[i], scale)
+    for i in range(out.shape[0]):
+        fill_normals(row_key(tkey, i), out[i], scale)

@@ -19,7 +19,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from ..config import INLINE_FLAGS
+from ..config import INLINE_FLAGS, NJIT_FLAGS
 
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -151,7 +151,7 @@ def normal_pair(rkey, m):
     return r * a, r * b
 
 
-@njit(**INLINE_FLAGS)
+@njit(**NJIT_FLAGS)
 def fill_normals(rkey, out, scale):
     """out[k] = scale * z_k for the row with key rkey (odd lengths drop the last pair's z1)."""
     d = out.shape[0]

@@ -9,7 +9,7 @@ step's mean term. Nothing is allocated inside the loop; state buffers come in pa
 from numba import njit, prange
 
 from ..config import NJIT_FLAGS
-from .mixing import accumulate, block_range, mix_row, reduce_blocks
+from .mixing import accumulate, block_range, mix_row, reduce_blocks, zero
 from .oracles import add_grad_row, draw_shared, noise_row
 from .rng import STREAM_NOISE, step_key, stream_key
 
@@ -36,7 +36,7 @@ def gt_chunk(t0, steps, cur, X2, Y2, G, scratch, part, means,
             lo, hi = block_range(b, nb, n)
             g = scratch[b]
             if use_mean:
-                part[b, :, :] = 0.0
+                zero(part[b])
             for i in range(lo, hi):
                 xr = Xn[i]
                 yr = Yn[i]
@@ -83,12 +83,14 @@ def dsgd_chunk(t0, steps, cur, Z2, X, scratch, part, means,
             lo, hi = block_range(b, nb, n)
             g = scratch[b]
             if use_mean:
-                part[b, 0, :] = 0.0
+                zero(part[b, 0])
             for i in range(lo, hi):
                 zr = Zn[i]
                 mix_row(zr, i, indptr, indices, weights, beta, mz, Z)
                 if write_x:
-                    X[i, :] = zr
+                    xr = X[i]
+                    for k in range(zr.shape[0]):
+                        xr[k] = zr[k]
                 noise_row(g, kind, tkey, i, scale, xi, uv, dv)
                 add_grad_row(g, zr, i, hetero, a0, A, B)
                 for k in range(g.shape[0]):

@@ -1,0 +1,165 @@
+"""Command line: ``fastgt topo | run | warmup | ...``. Bad input exits 2 with one line."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+
+import click
+
+from .errors import FastGTError
+
+TOPO_OPTIONS = [
+    ("--n", int, "number of nodes"),
+    ("--self-weight", float, "ring self weight w (neighbours get (1-w)/2)"),
+    ("--alpha", float, "interp_ring: alpha W_ring + (1-alpha)/n 11^T"),
+    ("--rows", int, "torus rows"),
+    ("--cols", int, "torus columns"),
+    ("--prob", float, "erdos_renyi edge probability"),
+    ("--radius", float, "geometric graph radius"),
+    ("--graph-seed", int, "seed of random graphs (erdos_renyi, geometric)"),
+    ("--weights", click.Choice(["metropolis", "max_degree"]), "weights of general graphs"),
+]
+
+
+def topo_options(f):
+    """Topology parameters as options named like the Python ones (unset ones are not passed)."""
+    for flag, typ, helptext in reversed(TOPO_OPTIONS):
+        f = click.option(flag, type=typ, default=None, help=helptext)(f)
+    return click.option("--lazy", is_flag=True, default=False, help="use (W + I) / 2")(f)
+
+
+def topo_params(kw: dict) -> dict:
+    params = {}
+    for flag, _, _ in TOPO_OPTIONS:
+        key = flag[2:].replace("-", "_")
+        val = kw.pop(key, None)
+        if val is not None:
+            params["seed" if key == "graph_seed" else key] = val
+    if kw.pop("lazy", False):
+        params["lazy"] = True
+    return params
+
+
+def user_errors(f):
+    """Turn FastGTError into a one-line message and exit code 2."""
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except FastGTError as err:
+            raise click.UsageError(str(err)) from None
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.version_option(package_name="fastgt")
+def main():
+    """fastgt: fast simulation of Gradient Tracking and D-SGD over sparse graphs."""
+
+
+@main.command()
+@click.argument("name")
+@topo_options
+@click.option("--vectors", is_flag=True, help="also print the eigenvectors u (lambda2), v (lambda_n)")
+@click.option("--method", type=click.Choice(["auto", "closed", "dense", "sparse"]), default="auto")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@user_errors
+def topo(name, vectors, method, as_json, **kw):
+    """Spectrum of a topology: lambda2, lambda_n, delta, p, c.
+
+    Example: fastgt topo ring --n 300 --self-weight 0.2
+    """
+    from .topology import topology
+
+    W = topology(name, **topo_params(kw))
+    sp = W.spectrum(vectors=vectors, method=method)
+    out = {"topology": W.name, **W.params, "n": W.n, "nnz": W.nnz, "mean_weight": W.mean_weight,
+           **sp.as_dict()}
+    if vectors:
+        out["u"], out["v"] = sp.u.tolist(), sp.v.tolist()
+    if as_json:
+        click.echo(json.dumps(out))
+        return
+    for k, v in out.items():
+        if k in ("u", "v"):
+            v = " ".join(f"{x:.6g}" for x in v)
+        elif isinstance(v, float):
+            v = f"{v:.12g}"
+        click.echo(f"{k:>12}  {v}")
+
+
+@main.command("run")
+@click.option("--algorithm", type=click.Choice(["gt", "dsgd"]), default="gt")
+@click.option("--topology", "topo_name", default="ring", help="topology family (see fastgt topo)")
+@topo_options
+@click.option("--problem", default="quadratic",
+              type=click.Choice(["quadratic", "consensus", "hetero_quadratic"]))
+@click.option("--zeta", type=float, default=None, help="heterogeneity of drawn consensus/hetero problems")
+@click.option("--noise", type=click.Choice(["gaussian", "structured", "none"]), default="gaussian")
+@click.option("--sigma2", type=float, default=1.0, help="noise variance: (1/n) sum E||noise_i||^2")
+@click.option("--d", type=int, default=100, help="dimension")
+@click.option("--stepsize", type=float, default=0.01)
+@click.option("--steps", type=int, default=20000)
+@click.option("--record-every", type=int, default=100)
+@click.option("--seed", type=int, default=0)
+@click.option("--threads", type=int, default=None, help="numba threads (default: all)")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="write the trace (Parquet)")
+@click.option("--quiet", is_flag=True, help="no progress bar")
+@user_errors
+def run_cmd(algorithm, topo_name, problem, zeta, noise, sigma2, d, stepsize, steps, record_every,
+            seed, threads, out, quiet, **kw):
+    """Simulate one run and print its summary.
+
+    Example: fastgt run --algorithm gt --topology ring --n 300 --steps 20000 --out trace.parquet
+    """
+    from tqdm import tqdm
+
+    from . import problem as make_problem, run, topology
+
+    W = topology(topo_name, **topo_params(kw))
+    prob = make_problem(problem, **({"zeta": zeta} if zeta is not None else {}))
+    bar = tqdm(total=steps, unit="step", disable=quiet or None, file=sys.stderr)
+
+    def progress(t):
+        bar.update(t - bar.n)
+
+    res = run(algorithm=algorithm, topology=W, problem=prob, noise=noise, sigma2=sigma2, d=d,
+              stepsize=stepsize, steps=steps, record_every=record_every, seed=seed,
+              threads=threads, progress=progress)
+    bar.close()
+    if out:
+        res.trace.to_parquet(out, index=False)
+    for k, v in res.summary.items():
+        click.echo(f"{k:>18}  {v:.6g}" if isinstance(v, float) else f"{k:>18}  {v}")
+    if out:
+        click.echo(f"trace written to {out}")
+
+
+@main.command()
+def warmup():
+    """Compile (or load from the cache) every kernel now, once per machine."""
+    from .runtime import warmup as do_warmup
+
+    do_warmup(verbose=True)
+
+
+def _register(module_names=("cli_sweep", "cli_theory")):
+    """Attach the commands of the sweep and theory front ends (each lists its COMMANDS)."""
+    import importlib
+
+    for name in module_names:
+        try:
+            mod = importlib.import_module(f"fastgt.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"fastgt.{name}":
+                raise
+            continue
+        for cmd in mod.COMMANDS:
+            main.add_command(cmd)
+
+
+_register()

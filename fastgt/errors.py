@@ -5,9 +5,18 @@ class FastGTError(ValueError):
     """Bad input from a user. The CLI prints ``str(err)`` on one line, never a traceback."""
 
 
+def short(value) -> str:
+    """A one-line rendering of a value: its repr, or its type (and shape) when that is long."""
+    r = repr(value)
+    if "\n" not in r and len(r) <= 80:
+        return r
+    shape = getattr(value, "shape", None)
+    return f"<{type(value).__name__}{f' of shape {shape}' if shape is not None else ''}>"
+
+
 def bad(param: str, value, allowed: str) -> FastGTError:
     """Build the standard error: ``<param>=<value> is invalid: allowed <allowed>``."""
-    return FastGTError(f"{param}={value!r} is invalid: allowed {allowed}")
+    return FastGTError(f"{param}={short(value)} is invalid: allowed {allowed}")
 
 
 def check_choice(param: str, value, choices) -> None:

@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import FastGTError
+from ..errors import FastGTError, bad
 from ..kernels.mixing import n_blocks
 from ..kernels.oracles import normal_matrix
 from ..kernels.rng import STREAM_X0
@@ -18,7 +18,10 @@ def initial_point(out: np.ndarray, x0, seed: int) -> None:
     if x0 is None:
         normal_matrix(seed, STREAM_X0, out, 1.0)
         return
-    x0 = np.asarray(x0, dtype=np.float64)
+    try:
+        x0 = np.asarray(x0, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise bad("x0", x0, "an (n, d) array of numbers") from None
     if x0.shape != out.shape:
         raise FastGTError(f"x0 has shape {x0.shape}: allowed (n, d) = {out.shape}")
     if not np.all(np.isfinite(x0)):

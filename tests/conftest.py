@@ -1,0 +1,33 @@
+"""Shared fixtures: a catalogue of small, connected mixing matrices (n ~ 10-40)."""
+
+import pytest
+
+import fastgt
+from fastgt.runtime import numba_threads
+
+#: (family, params, d): d varies (odd and even) so that every kernel path sees both parities
+SMALL_TOPOLOGIES = [
+    ("erdos_renyi", {"n": 25, "prob": 0.25, "seed": 3}, 5),
+    ("geometric", {"n": 30, "radius": 0.35, "seed": 1}, 4),
+    ("ring", {"n": 12, "self_weight": 0.2}, 7),
+    ("interp_ring", {"n": 16, "alpha": 0.6}, 3),  # mean term beta = 0.4
+    ("torus", {"rows": 4, "cols": 5}, 6),
+    ("complete", {"n": 10}, 5),  # pure mean term, no sparse entries
+    ("star", {"n": 15}, 4),
+]
+
+
+@pytest.fixture(params=SMALL_TOPOLOGIES, ids=[s[0] for s in SMALL_TOPOLOGIES])
+def small_topology(request):
+    """(MixingMatrix, d) for every family of the catalogue."""
+    name, params, d = request.param
+    return fastgt.topology(name, **params), d
+
+
+@pytest.fixture(scope="module")
+def one_numba_thread():
+    """Tiny runs are fastest on one thread (OpenMP barriers stall on a shared machine).
+    Modules opt in with ``pytestmark = pytest.mark.usefixtures("one_numba_thread")``; tests
+    that compare thread counts pass ``threads=`` to fastgt.run explicitly."""
+    with numba_threads(1):
+        yield

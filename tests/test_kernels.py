@@ -1,0 +1,126 @@
+"""fastgt.run against the dense-numpy reference (tests/reference.py) on small graphs.
+
+Noiseless runs must agree to 1e-10 relative; noisy runs too, when the reference is fed the
+exact noise matrices fastgt draws. steps is not a multiple of record_every, so the runs
+span several kernel calls of unequal length and a final partial record.
+"""
+
+import numpy as np
+import pytest
+import reference as ref
+
+import fastgt
+from fastgt.runner import METRICS
+
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
+
+STEPS, RECORD = 23, 5  # records at 0, 5, 10, 15, 20, 23
+GAMMA = 0.1
+RTOL = 1e-10
+
+
+def _x0(n, d, seed=7):
+    return np.random.default_rng(seed).normal(size=(n, d))
+
+
+def _assert_state_close(actual, expected):
+    """max |actual - expected| <= RTOL * max |expected| (relative in the max norm)."""
+    assert actual.shape == expected.shape
+    err = np.max(np.abs(actual - expected))
+    assert err <= RTOL * np.max(np.abs(expected)), err
+
+
+def _assert_trace_close(trace, expected, has_y):
+    """Each metric to RTOL relative, or to 1e-12 of its largest value in the run: a metric
+    that shrank by orders of magnitude (consensus on `complete` is ~1e-32 after step 1) is
+    the difference of nearly equal numbers and only agrees in absolute terms."""
+    np.testing.assert_array_equal(trace["step"].to_numpy(), expected[:, 0])
+    for col, m in enumerate(METRICS, start=1):
+        got, want = trace[m].to_numpy(), expected[:, col]
+        if m == "tracking" and not has_y:
+            assert np.all(np.isnan(got))
+            continue
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-12 * np.max(np.abs(want)),
+                                   err_msg=m)
+
+
+def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=None, seed=5):
+    """Run fastgt, replay the run with the reference, compare state and every trace row."""
+    res = fastgt.run(algorithm=algorithm, topology=W, problem=problem, noise=noise,
+                     sigma2=sigma2, d=d, stepsize=GAMMA, steps=STEPS, record_every=RECORD,
+                     seed=seed, x0=x0)
+    if x0 is None:  # default x0: take it from a 0-step run with the same seed
+        x0 = fastgt.run(algorithm=algorithm, topology=W, problem=problem, noise=noise,
+                        d=d, steps=0, seed=seed).state["X"]
+    inst = fastgt.problem(problem).build(W.n, d)
+    noise_fn = ref.no_noise(W.n, d) if noise == "none" else ref.fastgt_noise(
+        noise, sigma2, d, W, seed)
+    rec_steps = list(range(0, STEPS, RECORD)) + [STEPS]
+    if algorithm == "gt":
+        states = ref.gt(W.to_dense(), inst.grad, noise_fn, GAMMA, x0, STEPS)
+        rows = [ref.metrics(inst, *states[t][:2]) for t in rec_steps]
+        for key, arr in zip("XYG", states[-1]):
+            _assert_state_close(res.state[key], arr)
+    else:
+        states = ref.dsgd(W.to_dense(), inst.grad, noise_fn, GAMMA, x0, STEPS)
+        rows = [ref.metrics(inst, states[t]) for t in rec_steps]
+        _assert_state_close(res.state["X"], states[-1])
+        assert set(res.state) == {"X"}
+    expected = np.column_stack([rec_steps, np.array(rows)])
+    _assert_trace_close(res.trace, expected, algorithm == "gt")
+
+
+@pytest.mark.parametrize("problem", ["consensus", "hetero_quadratic"])
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+def test_noiseless_matches_reference(small_topology, algorithm, problem):
+    W, d = small_topology
+    _check_against_reference(algorithm, W, d, problem, "none", x0=_x0(W.n, d))
+
+
+@pytest.mark.parametrize("problem", ["quadratic", "hetero_quadratic"])
+@pytest.mark.parametrize("noise", ["gaussian", "structured"])
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+def test_noisy_matches_reference(small_topology, algorithm, noise, problem):
+    W, d = small_topology
+    _check_against_reference(algorithm, W, d, problem, noise, sigma2=2.0, x0=_x0(W.n, d))
+
+
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+def test_default_x0_run_matches_reference(algorithm):
+    W = fastgt.topology("interp_ring", n=20, alpha=0.7)
+    _check_against_reference(algorithm, W, 5, "hetero_quadratic", "gaussian", seed=12)
+
+
+def test_default_x0_is_standard_normal():
+    """1200 entries: |mean| < 5 SE = 5/sqrt(N); |var - 1| < 5 SE = 5 sqrt(2/N) (normal)."""
+    W = fastgt.topology("ring", n=40)
+    x0s = [fastgt.run(algorithm=a, topology=W, d=30, steps=0, seed=s).state["X"]
+           for a, s in (("gt", 3), ("dsgd", 3), ("gt", 4))]
+    np.testing.assert_array_equal(x0s[0], x0s[1])  # x0 depends on the seed only
+    assert not np.any(x0s[0] == x0s[2])
+    for x in (x0s[0], x0s[2]):
+        N = x.size
+        assert abs(x.mean()) < 5 / np.sqrt(N)
+        assert abs(x.var() - 1) < 5 * np.sqrt(2 / N)
+
+
+@pytest.mark.parametrize("name,params", [("ring", {"n": 12, "self_weight": 0.2}),
+                                         ("erdos_renyi", {"n": 25, "prob": 0.25, "seed": 3}),
+                                         ("complete", {"n": 10})])
+def test_structured_noise_lives_on_extreme_eigenvectors(name, params):
+    """Setup B, checked with numpy's eigh: per step, columns k < ceil(d/2) are multiples of one
+    vector v with W v = lambda_n v, the others of one u with W u = lambda_2 u, so every column
+    sums to 0. (The scale, ||u|| = ||v|| = sqrt(n), is checked statistically in test_rng.)"""
+    W = fastgt.topology(name, **params)
+    d = 7
+    lam = np.linalg.eigvalsh(W.to_dense())  # ascending: lam[0] = lambda_n, lam[-2] = lambda_2
+    noise = ref.fastgt_noise("structured", 1.0, d, W, seed=9)
+    Wd = W.to_dense()
+    for t in (0, 1, 17):
+        E = noise(t)
+        for cols, eig in ((slice(0, 4), lam[0]), (slice(4, d), lam[-2])):
+            block = E[:, cols]
+            s = np.linalg.svd(block, compute_uv=False)
+            assert s[1] < 1e-12 * s[0]  # rank one: one shared vector, one xi_k per column
+            np.testing.assert_allclose(Wd @ block, eig * block, atol=1e-12 * s[0])
+        np.testing.assert_allclose(E.sum(axis=0), 0.0, atol=1e-12 * np.abs(E).max())

@@ -1,0 +1,118 @@
+"""fastgt's counter-based normal generator and noise draws: distribution, independence,
+reproducibility, and bit-identical runs whatever the thread count.
+
+Tolerances: for N i.i.d. N(0, 1) values the sample mean, variance, skewness and excess
+kurtosis have standard errors sqrt(1/N), sqrt(2/N), sqrt(6/N), sqrt(24/N); the sample
+correlation of N independent pairs (of values or of their squares) has SE 1/sqrt(N). We
+accept 5 SE (two-sided false alarm 6e-7 per check), and a KS p-value above 1e-4.
+"""
+
+import numpy as np
+import pytest
+import reference as ref
+from scipy import stats
+
+import fastgt
+from fastgt.kernels.oracles import normal_matrix
+from fastgt.kernels.rng import STREAM_NOISE, STREAM_X0
+from fastgt.runtime import max_threads
+
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
+
+Z = 5.0
+
+
+def _normals(seed, shape, stream=STREAM_NOISE):
+    out = np.empty(shape)
+    normal_matrix(seed, stream, out, 1.0)
+    return out
+
+
+def _assert_standard_normal(x):
+    x = np.ravel(x)
+    N = x.size
+    assert abs(x.mean()) < Z / np.sqrt(N)
+    assert abs(x.var() - 1) < Z * np.sqrt(2 / N)
+    assert abs(stats.skew(x)) < Z * np.sqrt(6 / N)
+    assert abs(stats.kurtosis(x)) < Z * np.sqrt(24 / N)
+    assert stats.kstest(x, "norm").pvalue > 1e-4
+
+
+def _assert_uncorrelated(a, b):
+    """Pearson correlation of the pairs and of their squares (dependence beyond linear)."""
+    a, b = np.ravel(a), np.ravel(b)
+    bound = Z / np.sqrt(a.size)
+    assert abs(np.corrcoef(a, b)[0, 1]) < bound
+    assert abs(np.corrcoef(a**2, b**2)[0, 1]) < bound
+
+
+@pytest.mark.parametrize("seed", [0, 12345, 2**63 - 1])
+def test_standard_normal_distribution(seed):
+    _assert_standard_normal(_normals(seed, (2000, 101)))
+
+
+@pytest.mark.parametrize("d", [1, 7])
+def test_odd_d_last_coordinate(d):
+    """With odd d the last coordinate comes from an unfinished Box-Muller pair."""
+    x = _normals(4, (40000, d))
+    _assert_standard_normal(x[:, -1])
+    if d > 1:
+        _assert_uncorrelated(x[:, -1], x[:, -2])
+
+
+def test_no_correlation_between_coordinates_and_nodes():
+    x = _normals(5, (400, 120))
+    _assert_uncorrelated(x[:, 0::2], x[:, 1::2])  # the two outputs of one Box-Muller pair
+    _assert_uncorrelated(x[:, 1:-1:2], x[:, 2::2])  # across pairs
+    _assert_uncorrelated(x[:-1], x[1:])  # neighbouring nodes
+
+
+def test_no_correlation_between_steps_seeds_and_streams():
+    W = fastgt.topology("ring", n=300)
+    d = 101
+    noise = ref.fastgt_noise("gaussian", d, d, W, seed=6)  # sigma2 = d: unit variance
+    e0, e1 = noise(0), noise(1)
+    _assert_standard_normal(e1)
+    _assert_uncorrelated(e0, e1)  # consecutive steps
+    _assert_uncorrelated(e1, ref.fastgt_noise("gaussian", d, d, W, seed=7)(1))  # seeds
+    # (seed 6, step 1) vs (seed 7, step 0): no shifted-counter collision
+    _assert_uncorrelated(e1, ref.fastgt_noise("gaussian", d, d, W, seed=7)(0))
+    _assert_uncorrelated(e0, _normals(6, (300, d), STREAM_X0))  # default x0 vs step-0 noise
+
+
+def test_same_seed_same_bits_different_seed_different_values():
+    a, b = _normals(9, (50, 33)), _normals(9, (50, 33))
+    np.testing.assert_array_equal(a, b)
+    c = _normals(10, (50, 33))
+    assert np.count_nonzero(a == c) == 0
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "structured"])
+def test_noise_scale(noise):
+    """(1/n) sum_i ||e_i||^2 has mean sigma2 per step in both models. Gaussian: n d i.i.d.
+    N(0, sigma2/d) squares per step, variance 2 sigma2^2 / (n d). Structured: sum_k xi_k^2 with
+    xi ~ N(0, sigma2/d I_d) (||u|| = ||v|| = sqrt(n)), variance 2 sigma2^2 / d. Averaged over
+    T independent steps."""
+    W = fastgt.topology("torus", rows=4, cols=6)
+    n, d, sigma2, T = W.n, 9, 3.0, 1500
+    draw = ref.fastgt_noise(noise, sigma2, d, W, seed=2)
+    per_step = np.array([np.sum(draw(t) ** 2) / n for t in range(T)])
+    var = 2 * sigma2**2 / (n * d if noise == "gaussian" else d)
+    assert abs(per_step.mean() - sigma2) < Z * np.sqrt(var / T)
+
+
+@pytest.mark.skipif(max_threads() < 2, reason="needs 2 numba threads")
+@pytest.mark.parametrize("noise", ["gaussian", "structured"])
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+@pytest.mark.parametrize("name,params", [("interp_ring", {"n": 64, "alpha": 0.7}),
+                                         ("ring", {"n": 64})])
+def test_bit_identical_across_thread_counts(name, params, algorithm, noise):
+    """n = 64 gives 8 row blocks, so 2 threads really split the work."""
+    W = fastgt.topology(name, **params)
+    kw = {"algorithm": algorithm, "topology": W, "problem": "hetero_quadratic", "noise": noise,
+          "d": 9, "stepsize": 0.1, "steps": 30, "record_every": 7, "seed": 3}
+    one, two = fastgt.run(threads=1, **kw), fastgt.run(threads=2, **kw)
+    assert (one.summary["threads"], two.summary["threads"]) == (1, 2)
+    assert np.array_equal(one.trace.to_numpy(), two.trace.to_numpy(), equal_nan=True)
+    for key in one.state:
+        assert np.array_equal(one.state[key], two.state[key])

@@ -1,0 +1,105 @@
+"""fastgt.run's contract: input validation, divergence handling, trace layout, summary."""
+
+import math
+
+import numpy as np
+import pytest
+
+import fastgt
+from fastgt import FastGTError
+from fastgt.config import DIVERGE_FACTOR
+from fastgt.runner import METRICS
+from fastgt.runtime import max_threads
+
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
+
+W8 = fastgt.topology("ring", n=8)
+GOOD = {"algorithm": "gt", "topology": W8, "d": 3, "steps": 4, "record_every": 2}
+
+
+@pytest.mark.parametrize("param,overrides", [
+    ("stepsize", {"stepsize": 0.0}),
+    ("stepsize", {"stepsize": -0.1}),
+    ("stepsize", {"stepsize": float("nan")}),
+    ("steps", {"steps": -1}),
+    ("steps", {"steps": 2.5}),
+    ("record_every", {"record_every": 0}),
+    ("d", {"d": 0}),
+    ("seed", {"seed": -1}),
+    ("sigma2", {"sigma2": -1.0}),
+    ("algorithm", {"algorithm": "adam"}),
+    ("noise", {"noise": "laplace"}),
+    ("problem", {"problem": "logistic"}),
+    ("x0", {"x0": np.zeros((8, 4))}),
+    ("x0", {"x0": np.full((8, 3), np.nan)}),
+    ("threads", {"threads": 0}),
+    ("threads", {"threads": max_threads() + 1}),
+    ("topology", {"topology": W8.to_dense()}),
+    ("topology", {"topology": "ring"}),
+])
+def test_bad_input_names_the_parameter(param, overrides):
+    with pytest.raises(FastGTError) as err:
+        fastgt.run(**{**GOOD, **overrides})
+    msg = str(err.value)
+    assert param in msg and "\n" not in msg
+
+
+def test_unknown_problem_parameter():
+    with pytest.raises(FastGTError, match="zeta2") as err:
+        fastgt.problem("consensus", zeta2=1.0)
+    assert "zeta" in str(err.value).replace("zeta2", "")  # lists the allowed ones
+
+
+def _trace_steps(steps, every):
+    return sorted(set(range(0, steps + 1, every)) | {steps})
+
+
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+@pytest.mark.parametrize("steps,every", [(10, 3), (9, 3), (5, 10), (0, 4), (7, 1)])
+def test_trace_layout(algorithm, steps, every):
+    calls = []
+    res = fastgt.run(**{**GOOD, "algorithm": algorithm, "steps": steps, "record_every": every},
+                     progress=calls.append)
+    tr = res.trace
+    assert list(tr.columns) == ["step", *METRICS]
+    assert tr["step"].dtype == np.int64
+    assert tr["step"].tolist() == _trace_steps(steps, every)
+    assert calls == tr["step"].tolist()[1:]
+    assert tr[["loss_avg", "loss_nodes", "consensus", "grad_norm2"]].notna().all().all()
+    assert tr["tracking"].isna().all() == (algorithm == "dsgd")
+    s = res.summary
+    assert (s["status"], s["diverged_step"], s["steps_done"], s["records"]) == (
+        "ok", None, steps, len(tr))
+    half = tr.iloc[len(tr) // 2:]
+    for m in METRICS:
+        np.testing.assert_equal(s[f"final_{m}"], tr[m].iloc[-1])
+        np.testing.assert_equal(s[m], half[m].mean())
+    assert set(res.state) == ({"X", "Y", "G"} if algorithm == "gt" else {"X"})
+
+
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+@pytest.mark.parametrize("every", [1, 4])
+def test_divergence_is_recorded_not_raised(algorithm, every):
+    """stepsize 2 on Setup A: xbar(t+1) = -3 xbar(t) - 2 ebar, so loss_nodes grows ~9^t and
+    passes DIVERGE_FACTOR * max(1, loss_nodes(0)) within a few dozen steps; the run stops at
+    the first record beyond the limit."""
+    res = fastgt.run(algorithm=algorithm, topology=fastgt.topology("ring", n=10), d=5,
+                     stepsize=2.0, steps=500, record_every=every, seed=1)
+    s, tr = res.summary, res.trace
+    assert s["status"] == "diverged"
+    limit = DIVERGE_FACTOR * max(1.0, tr["loss_nodes"].iloc[0])
+    exceeded = tr["loss_nodes"].to_numpy() > limit
+    assert exceeded[-1] and not exceeded[:-1].any()
+    assert s["diverged_step"] == tr["step"].iloc[-1] == s["steps_done"] < 500
+    assert s["diverged_step"] % every == 0
+    assert all(math.isnan(s[m]) for m in METRICS)
+
+
+def test_overflow_is_recorded_as_diverged():
+    """Records far apart: the iterates overflow to inf/NaN between two records."""
+    res = fastgt.run(algorithm="gt", topology=fastgt.topology("ring", n=10), d=5,
+                     stepsize=2.0, steps=5000, record_every=1000, seed=1)
+    assert res.summary["status"] == "diverged"
+    assert res.summary["diverged_step"] == 1000
+    assert res.trace["step"].tolist() == [0, 1000]
+    assert not np.isfinite(res.trace["loss_nodes"].iloc[-1])

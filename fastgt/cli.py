@@ -139,6 +139,26 @@ def run_cmd(algorithm, topo_name, problem, zeta, noise, sigma2, d, stepsize, ste
         click.echo(f"trace written to {out}")
 
 
+@main.command("table3")
+@click.option("--ns", default="16,64,256,1024,4096,16384,65536",
+              help="comma-separated node counts (perfect squares: the torus is square)")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output (records)")
+@user_errors
+def table3_cmd(ns, as_json):
+    """The paper's Table 3 (1/p and c of ring, 2-d torus, complete graph), computed exactly.
+
+    Example: fastgt table3 --ns 64,1024,16384
+    """
+    from .topology.table3 import table3, to_markdown
+
+    try:
+        sizes = [int(x) for x in ns.split(",")]
+    except ValueError:
+        raise FastGTError(f"ns={ns!r} is invalid: allowed comma-separated integers") from None
+    df = table3(sizes)
+    click.echo(df.to_json(orient="records", double_precision=15) if as_json else to_markdown(df))
+
+
 @main.command()
 def warmup():
     """Compile (or load from the cache) every kernel now, once per machine."""

@@ -9,11 +9,11 @@ from .families import FAMILIES
 from .mixing import MixingMatrix, validate
 from .spectrum import Spectrum
 
-__all__ = ["topology", "family_params", "FAMILIES", "MixingMatrix", "Spectrum", "validate"]
+__all__ = ["FAMILIES", "MixingMatrix", "Spectrum", "family_params", "topology", "validate"]
 
 
 def family_params(name: str) -> dict:
-    """Parameter names of a family (plus ``lazy``) -> default (``inspect.Parameter.empty`` if required)."""
+    """A family's parameters (plus ``lazy``) -> default, ``inspect.Parameter.empty`` if required."""
     check_choice("topology", name, tuple(FAMILIES))
     sig = inspect.signature(FAMILIES[name])
     out = {k: p.default for k, p in sig.parameters.items()}
@@ -30,8 +30,14 @@ def topology(name: str, **params) -> MixingMatrix:
     from_matrix(W). General graphs take ``weights="metropolis"|"max_degree"``.
     Any family takes ``lazy=True`` for (W + I) / 2.
     """
-    if isinstance(name, MixingMatrix):
-        return name
+    lazy = params.pop("lazy", False)
+    if not isinstance(lazy, bool):
+        raise bad("lazy", lazy, "true or false")
+    if isinstance(name, MixingMatrix):  # already built and validated
+        if params:
+            key = min(params)
+            raise bad(key, params[key], "no parameters except lazy with a MixingMatrix")
+        return validate(name.lazy()) if lazy else name
     allowed = family_params(name)
     unknown = sorted(set(params) - set(allowed))
     if unknown:
@@ -40,10 +46,5 @@ def topology(name: str, **params) -> MixingMatrix:
     missing = [k for k, d in allowed.items() if d is inspect.Parameter.empty and k not in params]
     if missing:
         raise FastGTError(f"topology {name!r} needs {', '.join(missing)}")
-    lazy = params.pop("lazy", False)
-    if not isinstance(lazy, bool):
-        raise bad("lazy", lazy, "true or false")
     mm = FAMILIES[name](**params)
-    if lazy:
-        mm = mm.lazy()
-    return validate(mm)
+    return validate(mm.lazy() if lazy else mm)

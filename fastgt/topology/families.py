@@ -12,7 +12,8 @@ from .mixing import MixingMatrix
 from .weights import from_edge_list
 
 
-def _circulant(shape: tuple[int, ...], offsets: list[tuple[tuple[int, ...], float]]) -> sp.csr_matrix:
+def _circulant(shape: tuple[int, ...],
+               offsets: list[tuple[tuple[int, ...], float]]) -> sp.csr_matrix:
     """Sparse circulant on the grid ``shape`` (row-major node ids) from (offset, weight) pairs.
 
     Offsets that coincide modulo the shape (tiny rings and tori) have their weights summed.
@@ -31,7 +32,8 @@ def _circulant(shape: tuple[int, ...], offsets: list[tuple[tuple[int, ...], floa
                          shape=(n, n)).tocsr()
 
 
-def _edges_matrix(name: str, params: dict, edges, n: int, weights: str, structure=None) -> MixingMatrix:
+def _edges_matrix(name: str, params: dict, edges, n: int, weights: str,
+                  structure=None) -> MixingMatrix:
     return MixingMatrix.from_sparse(from_edge_list(edges, n, weights), 0.0, name=name,
                                     params=params, structure=structure)
 
@@ -117,8 +119,27 @@ def exponential(n: int, weights: str = "metropolis") -> MixingMatrix:
                          structure=("circulant", (n,)))
 
 
+def _row_start(i, n: int):
+    """Linear index of the pair (i, i + 1) in the order (0,1), (0,2), ..., (0,n-1), (1,2), ..."""
+    return i * n - i * (i + 1) // 2
+
+
+def pair_from_index(lin, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (i, j), i < j, at linear indices lin of that row-major order, in O(len(lin)).
+
+    i is the root of _row_start(i) = lin rounded down, then corrected by one row where the
+    float square root lands on the wrong side of a row boundary.
+    """
+    lin = np.asarray(lin, dtype=np.int64)
+    i = np.floor((2 * n - 1 - np.sqrt((2.0 * n - 1) ** 2 - 8.0 * lin)) / 2).astype(np.int64)
+    i -= lin < _row_start(i, n)
+    i += lin >= _row_start(i + 1, n)
+    return i, lin - _row_start(i, n) + i + 1
+
+
 def erdos_renyi(n: int, prob: float, seed: int = 0, weights: str = "metropolis") -> MixingMatrix:
-    """G(n, prob): each of the n(n-1)/2 pairs is an edge with probability prob. O(n + m) sampling."""
+    """G(n, prob): each of the n(n-1)/2 pairs is an edge with probability prob. O(n + m) sampling:
+    the edge count is Binomial(n(n-1)/2, prob), then that many distinct pairs uniformly."""
     n = check_int("n", n, 2)
     prob = check_float("prob", prob, 0.0, 1.0, lo_open=True)
     seed = check_int("seed", seed, 0)
@@ -126,17 +147,7 @@ def erdos_renyi(n: int, prob: float, seed: int = 0, weights: str = "metropolis")
     total = n * (n - 1) // 2
     m = int(rng.binomial(total, prob))
     lin = rng.choice(total, size=m, replace=False) if m < total else np.arange(total)
-    # linear index -> (i, j), i < j, rows ordered i = 0, 1, ...: row i starts at i*n - i(i+1)/2
-    i = (2 * n - 1 - np.sqrt((2 * n - 1) ** 2 - 8.0 * lin)) // 2
-    i = i.astype(np.int64)
-    start = i * n - i * (i + 1) // 2
-    fix = lin < start  # guard the float sqrt at row boundaries
-    i[fix] -= 1
-    start = i * n - i * (i + 1) // 2
-    over = lin >= start + (n - 1 - i)
-    i[over] += 1
-    start = i * n - i * (i + 1) // 2
-    j = lin - start + i + 1
+    i, j = pair_from_index(lin, n)
     return _edges_matrix("erdos_renyi", {"n": n, "prob": prob, "seed": seed, "weights": weights},
                          np.stack([i, j], axis=1), n, weights)
 
@@ -154,6 +165,20 @@ def geometric(n: int, radius: float, seed: int = 0, weights: str = "metropolis")
                          edges, n, weights)
 
 
+def _edge_array(edges) -> np.ndarray:
+    """An (m, 2) int64 array from an edge list; integer node ids only (1.5 is not truncated)."""
+    try:
+        a = np.asarray(edges)
+        ok = a.size == 0 or (a.ndim == 2 and a.shape[1] == 2 and np.all(a >= 0) and (
+            a.dtype.kind in "iu" or (a.dtype.kind == "f" and np.all(np.mod(a, 1) == 0))))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise bad("edges", type(edges).__name__, "an (m, 2) list of integer node ids >= 0, a "
+                  "scipy sparse adjacency or a networkx-like graph")
+    return a.astype(np.int64).reshape(-1, 2)
+
+
 def from_edges(edges, n: int | None = None, weights: str = "metropolis") -> MixingMatrix:
     """A user graph: an (m, 2) edge list, a scipy sparse adjacency, or a networkx-like graph."""
     if sp.issparse(edges):
@@ -168,17 +193,13 @@ def from_edges(edges, n: int | None = None, weights: str = "metropolis") -> Mixi
         n = len(nodes) if n is None else n
         e = np.array([(pos[a], pos[b]) for a, b in edges.edges], dtype=np.int64).reshape(-1, 2)
     else:
-        try:
-            e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-        except (TypeError, ValueError):
-            raise bad("edges", type(edges).__name__,
-                      "an (m, 2) edge list, a scipy sparse adjacency or a networkx-like graph") from None
+        e = _edge_array(edges)
         n = int(e.max()) + 1 if n is None and len(e) else n
     if n is None:
         raise FastGTError("from_edges: n is needed for an empty edge list")
     n = check_int("n", n, 2)
-    if len(e) and (e.min() < 0 or e.max() >= n):
-        raise bad("edges", "node ids", f"integers in [0, {n})")
+    if len(e) and e.max() >= n:
+        raise bad("edges", f"node id {int(e.max())}", f"integer node ids in [0, {n})")
     return _edges_matrix("from_edges", {"n": n, "weights": weights}, e, n, weights)
 
 

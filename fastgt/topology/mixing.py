@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order, connected_components
+from scipy.sparse.csgraph import connected_components
 
 from ..errors import FastGTError
 
@@ -70,7 +70,8 @@ class MixingMatrix:
         return f"{self.name}({ps})"
 
     def __repr__(self) -> str:
-        return f"MixingMatrix({self.describe()}, n={self.n}, nnz={self.nnz}, mean_weight={self.mean_weight:g})"
+        return (f"MixingMatrix({self.describe()}, n={self.n}, nnz={self.nnz}, "
+                f"mean_weight={self.mean_weight:g})")
 
     def spectrum(self, vectors: bool = False, method: str = "auto"):
         """Eigen-summary of W: lambda2, lambda_n, delta, p, c (and unit u, v if vectors).
@@ -87,14 +88,14 @@ class MixingMatrix:
 
     # ------------------------------------------------------------ constructors
     @classmethod
-    def from_sparse(cls, A, mean_weight: float = 0.0, **kw) -> "MixingMatrix":
+    def from_sparse(cls, A, mean_weight: float = 0.0, **kw) -> MixingMatrix:
         A = sp.csr_matrix(A, dtype=np.float64)
         A.sum_duplicates()
         A.sort_indices()
         return cls(A.indptr, A.indices, A.data, mean_weight, **kw)
 
     @classmethod
-    def from_matrix(cls, W, mean_weight: float = 0.0, name: str = "matrix") -> "MixingMatrix":
+    def from_matrix(cls, W, mean_weight: float = 0.0, name: str = "matrix") -> MixingMatrix:
         """Wrap a user matrix (dense array or scipy sparse) and validate it."""
         if sp.issparse(W):
             A = sp.csr_matrix(W, dtype=np.float64)
@@ -110,7 +111,7 @@ class MixingMatrix:
         validate(mm)
         return mm
 
-    def lazy(self) -> "MixingMatrix":
+    def lazy(self) -> MixingMatrix:
         """(W + I) / 2: keeps the eigenvectors, maps every eigenvalue l to (l + 1) / 2, so c = 1."""
         n = self.n
         A = (self.sparse_part() + sp.identity(n, format="csr")) * 0.5
@@ -141,6 +142,8 @@ def validate(mm: MixingMatrix) -> MixingMatrix:
     if err > TOL:
         raise FastGTError(f"W must be doubly stochastic: max |row sum - 1| = {err:.3g} > {TOL:g}")
     if mm.mean_weight <= TOL:
+        A = A.copy()
+        A.eliminate_zeros()  # csgraph counts explicitly stored zeros as edges
         ncomp, _ = connected_components(A, directed=False)
         if ncomp > 1:
             raise FastGTError(
@@ -154,11 +157,7 @@ def validate(mm: MixingMatrix) -> MixingMatrix:
 
 
 def _is_bipartite(A: sp.csr_matrix) -> bool:
-    """Two-colour the (connected) graph by BFS depth parity and check every edge."""
-    order, pred = breadth_first_order(A, 0, directed=False, return_predecessors=True)
-    depth = np.zeros(A.shape[0], dtype=np.int64)
-    for v in order[1:]:  # BFS order: predecessors come first
-        depth[v] = depth[pred[v]] + 1
-    coo = A.tocoo()
-    off = coo.row != coo.col
-    return bool(np.all((depth[coo.row[off]] - depth[coo.col[off]]) % 2 == 1))
+    """A connected graph is bipartite iff its bipartite double cover [[0, A], [A, 0]]
+    (two copies of the nodes, every edge joining the copies) is disconnected."""
+    cover = sp.bmat([[None, A], [A, None]], format="csr")
+    return connected_components(cover, directed=False)[0] > 1

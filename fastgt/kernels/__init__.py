@@ -8,6 +8,7 @@ serve stale machine code after an edit to a helper in another file).
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 from pathlib import Path
 
@@ -28,3 +29,22 @@ def source_hash() -> str:
 
 CACHE_DIR = cache_base() / f"numba-{source_hash()}"
 numba.config.CACHE_DIR = str(CACHE_DIR)
+
+
+def configure_threading() -> None:
+    """Deliberate defaults, each overridden by the user's own environment variable.
+
+    - Layer: OpenMP first (workqueue is not safe for concurrent callers; tbb is rarely
+      installed), then tbb, then workqueue.
+    - Wait policy: passive. OpenMP's default spinning makes per-step barriers collapse when
+      another process shares the cores (measured: 22 ns/elem instead of 3.5 for a 2-thread
+      GT run at n = 300 beside a busy process); passive threads sleep at once.
+    Must run before the first parallel kernel loads the OpenMP runtime.
+    """
+    if "NUMBA_THREADING_LAYER_PRIORITY" not in os.environ:
+        numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
+    if not any(v in os.environ for v in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+
+
+configure_threading()

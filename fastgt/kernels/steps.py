@@ -1,9 +1,24 @@
-"""Fused time loops of GT and D-SGD: ``steps`` iterations per call, in place.
+"""Fused time loops of GT and D-SGD over a batch of C cells, in place.
 
-One parallel pass per step over fixed row blocks: mix (CSR + mean term), draw the noise,
-evaluate the gradient, update, and accumulate the block's column sums for the next
-step's mean term. Nothing is allocated inside the loop; state buffers come in pairs
-(``X2[cur]`` is current, ``X2[1 - cur]`` the next) and the new ``cur`` is returned.
+A batch is C independent runs that share n, d, the sparsity pattern of W and the problem;
+they may differ in weights (alpha, self weight), stepsize, noise scale and seed. A single
+run is C = 1. Arrays (``state``, ``mix``, ``oracle`` tuples):
+
+    state  = (S1, S2, S3, scratch, part, means)
+             GT:    S1 = X (C, 2, n, d), S2 = Y (C, 2, n, d), S3 = G (C, n, d)
+             D-SGD: S1 = Z = X - gamma G (C, 2, n, d), S2 unused, S3 = X (C, n, d)
+             scratch (C, nb, d), part (C, nb, 2, d), means (C, 2, d)
+    mix    = (indptr, indices, weights (C, nnz), beta (C,), gamma (C,))
+    oracle = (seed (C,), kind, scale (C,), xi (C, d), uv (C, 2, m), dv, hetero, a0, A, B)
+
+Buffers come in pairs, ``[:, cur]`` current and ``[:, 1 - cur]`` next; drivers return the
+new ``cur``. One step of one cell is: the shared draw, then every row block (mix, noise,
+gradient, update, block column sums), then the mean-term reduction. Two drivers order the
+same work differently and give identical bits:
+
+- ``chunk_blocks``: per step, one parallel pass over all (cell, block) pairs: for big runs;
+- ``chunk_cells``: cells in parallel, each advanced through all steps by one thread, no
+  per-step barrier: for batches of small cells.
 """
 
 from numba import njit, prange
@@ -13,91 +28,138 @@ from .mixing import accumulate, block_range, mix_row, reduce_blocks, zero
 from .oracles import add_grad_row, draw_shared, noise_row
 from .rng import STREAM_NOISE, step_key, stream_key
 
+GT = 0
+DSGD = 1
+
+
+@njit(**NJIT_FLAGS)
+def cell_key(seed, t):
+    return step_key(stream_key(seed, STREAM_NOISE), t)
+
+
+@njit(**NJIT_FLAGS)
+def gt_blocks(c, t, cur, b0, b1, state, mix, oracle):
+    """GT step t of cell c on row blocks [b0, b1) (see fastgt.algorithms.gt)."""
+    X2, Y2, G2, scratch, part, means = state
+    indptr, indices, weights, beta, gamma = mix
+    seed, kind, scale, xi, uv, dv, hetero, a0, A, B = oracle
+    n = G2.shape[1]
+    nb = scratch.shape[1]
+    X, Y, Xn, Yn, G = X2[c, cur], Y2[c, cur], X2[c, 1 - cur], Y2[c, 1 - cur], G2[c]
+    w, bt, gm = weights[c], beta[c], gamma[c]
+    tkey = cell_key(seed[c], t)
+    for b in range(b0, b1):
+        lo, hi = block_range(b, nb, n)
+        g = scratch[c, b]
+        pb = part[c, b]
+        if bt != 0.0:
+            zero(pb)
+        for i in range(lo, hi):
+            xr = Xn[i]
+            yr = Yn[i]
+            mix_row(yr, i, indptr, indices, w, bt, means[c, 1], Y)
+            mix_row(xr, i, indptr, indices, w, bt, means[c, 0], X)
+            for k in range(xr.shape[0]):
+                xr[k] -= gm * yr[k]
+            noise_row(g, kind, tkey, i, scale[c], xi[c], uv[c], dv)
+            add_grad_row(g, xr, i, hetero, a0, A, B)
+            gi = G[i]
+            for k in range(g.shape[0]):
+                yr[k] += g[k] - gi[k]
+                gi[k] = g[k]
+            if bt != 0.0:
+                accumulate(pb[0], xr)
+                accumulate(pb[1], yr)
+
+
+@njit(**NJIT_FLAGS)
+def dsgd_blocks(c, t, cur, b0, b1, last, state, mix, oracle):
+    """D-SGD step t of cell c on row blocks [b0, b1); X is written when ``last``."""
+    Z2, _, X2, scratch, part, means = state
+    indptr, indices, weights, beta, gamma = mix
+    seed, kind, scale, xi, uv, dv, hetero, a0, A, B = oracle
+    n = X2.shape[1]
+    nb = scratch.shape[1]
+    Z, Zn, X = Z2[c, cur], Z2[c, 1 - cur], X2[c]
+    w, bt, gm = weights[c], beta[c], gamma[c]
+    tkey = cell_key(seed[c], t)
+    for b in range(b0, b1):
+        lo, hi = block_range(b, nb, n)
+        g = scratch[c, b]
+        pb = part[c, b]
+        if bt != 0.0:
+            zero(pb[0])
+        for i in range(lo, hi):
+            zr = Zn[i]
+            mix_row(zr, i, indptr, indices, w, bt, means[c, 0], Z)
+            if last:
+                xr = X[i]
+                for k in range(zr.shape[0]):
+                    xr[k] = zr[k]
+            noise_row(g, kind, tkey, i, scale[c], xi[c], uv[c], dv)
+            add_grad_row(g, zr, i, hetero, a0, A, B)
+            for k in range(g.shape[0]):
+                zr[k] -= gm * g[k]
+            if bt != 0.0:
+                accumulate(pb[0], zr)
+
+
+@njit(**NJIT_FLAGS)
+def step_begin(c, t, oracle):
+    seed, kind, scale, xi = oracle[0], oracle[1], oracle[2], oracle[3]
+    draw_shared(kind, cell_key(seed[c], t), xi[c], scale[c])
+
+
+@njit(**NJIT_FLAGS)
+def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
+    if algo == GT:
+        gt_blocks(c, t, cur, b0, b1, state, mix, oracle)
+    else:
+        dsgd_blocks(c, t, cur, b0, b1, last, state, mix, oracle)
+
+
+@njit(**NJIT_FLAGS)
+def step_end(algo, c, state, mix):
+    """Mean term of the next step: block sums reduced in block order."""
+    part, means = state[4], state[5]
+    if mix[3][c] != 0.0:
+        n = state[2].shape[1]
+        reduce_blocks(part[c], 0, means[c, 0], n)
+        if algo == GT:
+            reduce_blocks(part[c], 1, means[c, 1], n)
+
 
 @njit(parallel=True, **NJIT_FLAGS)
-def gt_chunk(t0, steps, cur, X2, Y2, G, scratch, part, means,
-             indptr, indices, weights, beta, gamma,
-             seed, kind, scale, xi, uv, dv, hetero, a0, A, B):
-    """GT steps t0 -> t0 + steps (see fastgt.algorithms.gt). means = [mean X, mean Y]."""
-    n = G.shape[0]
-    nb = scratch.shape[0]
-    skey = stream_key(seed, STREAM_NOISE)
-    use_mean = beta != 0.0
+def chunk_blocks(algo, t0, steps, cur, state, mix, oracle):
+    """Steps t0 -> t0 + steps of every cell; each step is one parallel pass over
+    (cell, block) pairs."""
+    C = state[2].shape[0]
+    nb = state[3].shape[1]
     for s in range(steps):
-        X = X2[cur]
-        Y = Y2[cur]
-        Xn = X2[1 - cur]
-        Yn = Y2[1 - cur]
-        tkey = step_key(skey, t0 + s + 1)
-        draw_shared(kind, tkey, xi, scale)
-        mx = means[0]
-        my = means[1]
-        for b in prange(nb):
-            lo, hi = block_range(b, nb, n)
-            g = scratch[b]
-            if use_mean:
-                zero(part[b])
-            for i in range(lo, hi):
-                xr = Xn[i]
-                yr = Yn[i]
-                mix_row(yr, i, indptr, indices, weights, beta, my, Y)
-                mix_row(xr, i, indptr, indices, weights, beta, mx, X)
-                for k in range(xr.shape[0]):
-                    xr[k] -= gamma * yr[k]
-                noise_row(g, kind, tkey, i, scale, xi, uv, dv)
-                add_grad_row(g, xr, i, hetero, a0, A, B)
-                gi = G[i]
-                for k in range(g.shape[0]):
-                    yr[k] += g[k] - gi[k]
-                    gi[k] = g[k]
-                if use_mean:
-                    accumulate(part[b, 0], xr)
-                    accumulate(part[b, 1], yr)
-        if use_mean:
-            reduce_blocks(part, 0, means[0], n)
-            reduce_blocks(part, 1, means[1], n)
+        t = t0 + s + 1
+        for c in range(C):
+            step_begin(c, t, oracle)
+        for w in prange(C * nb):
+            c = w // nb
+            b = w - c * nb
+            step_blocks(algo, c, t, cur, b, b + 1, s == steps - 1, state, mix, oracle)
+        for c in range(C):
+            step_end(algo, c, state, mix)
         cur = 1 - cur
     return cur
 
 
 @njit(parallel=True, **NJIT_FLAGS)
-def dsgd_chunk(t0, steps, cur, Z2, X, scratch, part, means,
-               indptr, indices, weights, beta, gamma,
-               seed, kind, scale, xi, uv, dv, hetero, a0, A, B):
-    """D-SGD steps t0 -> t0 + steps on Z = X - gamma G (see fastgt.algorithms.dsgd).
-
-    X is written on the last step only (it is what the metrics read); means = [mean Z].
-    """
-    n = X.shape[0]
-    nb = scratch.shape[0]
-    skey = stream_key(seed, STREAM_NOISE)
-    use_mean = beta != 0.0
-    for s in range(steps):
-        Z = Z2[cur]
-        Zn = Z2[1 - cur]
-        tkey = step_key(skey, t0 + s + 1)
-        draw_shared(kind, tkey, xi, scale)
-        write_x = s == steps - 1
-        mz = means[0]
-        for b in prange(nb):
-            lo, hi = block_range(b, nb, n)
-            g = scratch[b]
-            if use_mean:
-                zero(part[b, 0])
-            for i in range(lo, hi):
-                zr = Zn[i]
-                mix_row(zr, i, indptr, indices, weights, beta, mz, Z)
-                if write_x:
-                    xr = X[i]
-                    for k in range(zr.shape[0]):
-                        xr[k] = zr[k]
-                noise_row(g, kind, tkey, i, scale, xi, uv, dv)
-                add_grad_row(g, zr, i, hetero, a0, A, B)
-                for k in range(g.shape[0]):
-                    zr[k] -= gamma * g[k]
-                if use_mean:
-                    accumulate(part[b, 0], zr)
-        if use_mean:
-            reduce_blocks(part, 0, means[0], n)
-        cur = 1 - cur
-    return cur
+def chunk_cells(algo, t0, steps, cur, state, mix, oracle):
+    """Steps t0 -> t0 + steps of every cell; cells in parallel, no per-step barrier."""
+    C = state[2].shape[0]
+    nb = state[3].shape[1]
+    for c in prange(C):
+        cc = cur
+        for s in range(steps):
+            t = t0 + s + 1
+            step_begin(c, t, oracle)
+            step_blocks(algo, c, t, cc, 0, nb, s == steps - 1, state, mix, oracle)
+            step_end(algo, c, state, mix)
+            cc = 1 - cc
+    return cur if steps % 2 == 0 else 1 - cur

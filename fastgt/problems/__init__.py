@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 
 from ..errors import bad, check_choice
 from .consensus import consensus
-from .noise import NOISES, Noise, make_noise
+from .noise import NOISES, Noise, make_noise, noise_matrix
 from .quadratic import DiagonalQuadratic, hetero_quadratic, quadratic
 
 PROBLEMS = {"quadratic": quadratic, "consensus": consensus, "hetero_quadratic": hetero_quadratic}
 
 __all__ = ["problem", "ProblemSpec", "DiagonalQuadratic", "PROBLEMS", "NOISES", "Noise",
-           "make_noise", "problem_params"]
+           "make_noise", "noise_matrix", "problem_params"]
 
 
 def problem_params(name: str) -> dict:

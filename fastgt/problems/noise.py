@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import check_choice, check_float
-from ..kernels.oracles import GAUSSIAN, NONE, STRUCTURED
+from ..kernels.oracles import GAUSSIAN, NONE, STRUCTURED, stochastic_grads
 
 NOISES = {"none": NONE, "gaussian": GAUSSIAN, "structured": STRUCTURED}
 
@@ -24,13 +24,10 @@ class Noise:
 
     name: str
     kind: int
-    scale: float
-    xi: np.ndarray
-    uv: np.ndarray
-    dv: int
-
-    def kernel_args(self, seed: int) -> tuple:
-        return (int(seed), self.kind, self.scale, self.xi, self.uv, self.dv)
+    sigma2: float
+    scale: float  # sqrt(sigma2 / d)
+    uv: np.ndarray  # (2, n): v, u scaled to norm sqrt(n) (structured); (2, 1) otherwise
+    dv: int  # coordinates k < dv follow v
 
 
 def make_noise(name: str, sigma2: float, d: int, W) -> Noise:
@@ -41,4 +38,13 @@ def make_noise(name: str, sigma2: float, d: int, W) -> Noise:
     if kind == STRUCTURED:
         sp = W.spectrum(vectors=True)
         uv = np.ascontiguousarray(np.stack([sp.v, sp.u]) * math.sqrt(W.n))
-    return Noise(name, kind, math.sqrt(sigma2 / d), np.zeros(d), uv, (d + 1) // 2)
+    return Noise(name, kind, sigma2, math.sqrt(sigma2 / d), uv, (d + 1) // 2)
+
+
+def noise_matrix(noise: Noise, seed: int, t: int, n: int, d: int) -> np.ndarray:
+    """The exact (n, d) gradient noise fastgt draws at step t (for references and tests)."""
+    E = np.empty((n, d))
+    dummy = np.zeros((1, 1))
+    stochastic_grads(t, np.zeros((n, d)), E, int(seed), noise.kind, noise.scale, np.zeros(d),
+                     noise.uv, noise.dv, False, 0.0, dummy, dummy)
+    return E

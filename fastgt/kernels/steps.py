@@ -24,12 +24,51 @@ same work differently and give identical bits:
 from numba import njit, prange
 
 from ..config import NJIT_FLAGS
-from .mixing import accumulate, block_range, mix_row, reduce_blocks, zero
-from .oracles import add_grad_row, draw_shared, noise_row
+from .mixing import accumulate, block_range, mix_row, mix_rows2, reduce_blocks, zero
+from .oracles import draw_shared, noise_row
 from .rng import STREAM_NOISE, step_key, stream_key
 
 GT = 0
 DSGD = 1
+
+
+@njit(**NJIT_FLAGS)
+def gt_row_update(xr, yr, g, gi, i, gamma, hetero, a0, A, B):
+    """With xr = (W X)_i, yr = (W Y)_i and g = node i's noise, in one pass:
+    x' = xr - gamma yr, g' = g + grad f_i(x'), y' = yr + g' - g_old, g_old <- g'."""
+    d = xr.shape[0]
+    if hetero:
+        for k in range(d):
+            x = xr[k] - gamma * yr[k]
+            gk = g[k] + (A[i, k] * x - B[i, k])
+            yr[k] += gk - gi[k]
+            gi[k] = gk
+            xr[k] = x
+    else:
+        for k in range(d):
+            x = xr[k] - gamma * yr[k]
+            gk = g[k] + a0 * x
+            yr[k] += gk - gi[k]
+            gi[k] = gk
+            xr[k] = x
+
+
+@njit(**NJIT_FLAGS)
+def dsgd_row_update(zr, xout, last, g, i, gamma, hetero, a0, A, B):
+    """With zr = (W Z)_i = x' and g = node i's noise: z' = x' - gamma (g + grad f_i(x')),
+    and x' copied to xout when ``last``."""
+    d = zr.shape[0]
+    if last:
+        for k in range(d):
+            xout[k] = zr[k]
+    if hetero:
+        for k in range(d):
+            x = zr[k]
+            zr[k] = x - gamma * (g[k] + (A[i, k] * x - B[i, k]))
+    else:
+        for k in range(d):
+            x = zr[k]
+            zr[k] = x - gamma * (g[k] + a0 * x)
 
 
 @njit(**NJIT_FLAGS)
@@ -57,16 +96,9 @@ def gt_blocks(c, t, cur, b0, b1, state, mix, oracle):
         for i in range(lo, hi):
             xr = Xn[i]
             yr = Yn[i]
-            mix_row(yr, i, indptr, indices, w, bt, means[c, 1], Y)
-            mix_row(xr, i, indptr, indices, w, bt, means[c, 0], X)
-            for k in range(xr.shape[0]):
-                xr[k] -= gm * yr[k]
+            mix_rows2(xr, yr, i, indptr, indices, w, bt, means[c, 0], means[c, 1], X, Y)
             noise_row(g, kind, tkey, i, scale[c], xi[c], uv[c], dv)
-            add_grad_row(g, xr, i, hetero, a0, A, B)
-            gi = G[i]
-            for k in range(g.shape[0]):
-                yr[k] += g[k] - gi[k]
-                gi[k] = g[k]
+            gt_row_update(xr, yr, g, G[i], i, gm, hetero, a0, A, B)
             if bt != 0.0:
                 accumulate(pb[0], xr)
                 accumulate(pb[1], yr)
@@ -92,14 +124,8 @@ def dsgd_blocks(c, t, cur, b0, b1, last, state, mix, oracle):
         for i in range(lo, hi):
             zr = Zn[i]
             mix_row(zr, i, indptr, indices, w, bt, means[c, 0], Z)
-            if last:
-                xr = X[i]
-                for k in range(zr.shape[0]):
-                    xr[k] = zr[k]
             noise_row(g, kind, tkey, i, scale[c], xi[c], uv[c], dv)
-            add_grad_row(g, zr, i, hetero, a0, A, B)
-            for k in range(g.shape[0]):
-                zr[k] -= gm * g[k]
+            dsgd_row_update(zr, X[i], last, g, i, gm, hetero, a0, A, B)
             if bt != 0.0:
                 accumulate(pb[0], zr)
 

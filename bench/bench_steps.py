@@ -1,0 +1,350 @@
+"""Time GT and D-SGD steps of fastgt against numpy-dense and scipy-sparse, in the same run.
+
+    python bench/bench_steps.py [--quick] [--json out.json] [--threads 1,2] [--n 300,3000]
+
+Setup A (f_i = ||x||^2, Gaussian gradient noise), d = 100, on ring, interp_ring (alpha 0.5)
+and a near-square torus, for every n and thread count asked. Each thread count runs in a
+fresh child process with NUMBA/OMP/OPENBLAS/MKL_NUM_THREADS set, so numba and BLAS are
+both limited; the parent gathers the children's JSON and prints one Markdown table
+(ns per node-dimension-step, median and min of interleaved repeats, speedup ratios of
+medians) and, with --json, writes the same data as JSON. Before timing, every case checks
+that the baselines and fastgt give the same noiseless iterates (to 1e-10). The last rows
+time the paper-size job (GT, ring n = 300, 20000 steps, metrics every 100) end to end.
+See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import baselines
+import common
+
+D = 100
+GAMMA = 0.01
+SIGMA2 = 1.0
+ALGOS = ("gt", "dsgd")
+TOPOLOGIES = ("ring", "interp_ring", "torus")
+BASELINES = tuple(baselines.MIXERS)  # numpy-dense, scipy-sparse
+ENGINES = ("fastgt", *BASELINES)
+TARGETS = {300: (8.0, 4.0), 3000: (40.0, 5.0)}  # 1 thread: min speedup vs (dense, sparse)
+CHECK_STEPS, CHECK_TOL = 5, 1e-10
+PAPER = {"algorithm": "gt", "topology": "ring", "n": 300, "record_every": 100}
+SETTLE_S = 0.15  # pause before each timed block when threads > 1 (see common.interleaved_timings)
+THREAD_VARS = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def settings(quick: bool) -> dict:
+    """Repeats, seconds per repeat, paper-job steps and the baselines' paper-job budget (s)."""
+    if quick:
+        return {"repeats": 3, "target_s": 0.03, "paper_steps": 2000, "paper_budget_s": 5.0}
+    return {"repeats": 5, "target_s": 0.2, "paper_steps": 20000, "paper_budget_s": 60.0}
+
+
+# ----------------------------------------------------------------------------- cases
+def torus_shape(n: int) -> tuple[int, int]:
+    """rows x cols = n with rows the largest divisor <= sqrt(n) (300 -> 15 x 20)."""
+    rows = next(r for r in range(math.isqrt(n), 0, -1) if n % r == 0)
+    return rows, n // rows
+
+
+def build_topology(name: str, n: int):
+    import fastgt
+
+    if name == "interp_ring":
+        return fastgt.topology("interp_ring", n=n, alpha=0.5)
+    if name == "torus":
+        rows, cols = torus_shape(n)
+        return fastgt.topology("torus", rows=rows, cols=cols)
+    return fastgt.topology(name, n=n)
+
+
+def topology_label(name: str, n: int) -> str:
+    if name == "interp_ring":
+        return "interp_ring a=0.5"
+    if name == "torus":
+        return "torus {}x{}".format(*torus_shape(n))
+    return name
+
+
+class FastgtRun:
+    """fastgt's own algorithm spec driven directly (no metrics): ``advance(k)`` runs k steps."""
+
+    def __init__(self, algorithm: str, W, x0: np.ndarray, gamma: float, sigma2: float, seed=0):
+        import fastgt
+        from fastgt.algorithms import ALGORITHMS, Batch, Cell
+        from fastgt.problems import make_noise
+
+        prob = fastgt.problem("quadratic").build(W.n, x0.shape[1])
+        noise = make_noise("gaussian", sigma2, x0.shape[1], W)  # sigma2 = 0: noiseless
+        self.algo = ALGORITHMS[algorithm]
+        self.batch = Batch([Cell(W, noise, gamma, seed, x0)], prob)
+        self.arrays = self.algo.init(self.batch)
+        self.t, self.cur = 0, 0
+
+    def advance(self, steps: int) -> None:
+        self.cur = self.algo.advance(self.batch, self.arrays, self.cur, self.t, steps, False)
+        self.t += steps
+
+    def iterates(self):
+        return self.algo.iterates(self.arrays, self.cur, 0)
+
+
+def make_run(engine: str, algorithm: str, W, mixers: dict, x0, sigma2: float):
+    if engine == "fastgt":
+        return FastgtRun(algorithm, W, x0, GAMMA, sigma2)
+    return baselines.make(algorithm, mixers[engine], x0, GAMMA, sigma2)
+
+
+def check_same(algorithm: str, W, mixers: dict) -> float:
+    """Noiseless runs from one x0 must agree: returns the largest |difference| of X (and Y)."""
+    x0 = np.random.default_rng(12345).standard_normal((W.n, D))
+    ref = make_run("fastgt", algorithm, W, mixers, x0, 0.0)
+    ref.advance(CHECK_STEPS)
+    worst = 0.0
+    for engine in BASELINES:
+        run = make_run(engine, algorithm, W, mixers, x0, 0.0)
+        run.advance(CHECK_STEPS)
+        for a, b in zip(ref.iterates(), run.iterates()):
+            if a is not None:
+                worst = max(worst, float(np.max(np.abs(a - b))))
+        if not worst <= CHECK_TOL:
+            raise SystemExit(f"sanity check failed: {engine} {algorithm} on {W.describe()} "
+                             f"differs from fastgt by {worst:.3g} after {CHECK_STEPS} steps")
+    return worst
+
+
+def time_case(algorithm: str, W, mixers: dict, cfg: dict) -> dict:
+    """Interleaved repeats of every engine on one case; ns per node-dim-step and ratios."""
+    x0 = np.random.default_rng(1).standard_normal((W.n, D))
+    runs = {e: make_run(e, algorithm, W, mixers, x0, SIGMA2) for e in ENGINES}
+    advances = {e: r.advance for e, r in runs.items()}
+    steps = {e: common.steps_for(a, cfg["target_s"]) for e, a in advances.items()}
+    samples, share = common.interleaved_timings(advances, steps, cfg["repeats"], cfg["settle_s"])
+    for e, r in runs.items():
+        if not np.all(np.isfinite(r.iterates()[0])):
+            raise SystemExit(f"{e} {algorithm} on {W.describe()} diverged while timing")
+    per = W.n * D * 1e-9  # seconds per step -> ns per node-dimension-step
+    ns = {e: common.summarize(s, per) | {"steps": steps[e], "cpu_share": float(np.median(share[e]))}
+          for e, s in samples.items()}
+    return {"ns": ns, "speedup": {b: ns[b]["median"] / ns["fastgt"]["median"] for b in BASELINES},
+            "speedup_of_mins": {b: ns[b]["min"] / ns["fastgt"]["min"] for b in BASELINES}}
+
+
+# ------------------------------------------------------------------------- paper job
+def baseline_job(run, steps: int, every: int, budget_s: float) -> dict:
+    """Run ``steps`` steps recording metrics every ``every``. Once, at the first record past
+    5% of the steps: if the predicted total exceeds ``budget_s``, stop and extrapolate."""
+    records = [baselines.metrics(*run.iterates())]
+    t0 = time.perf_counter()
+    done, decided = 0, False
+    while done < steps:
+        k = min(every, steps - done)
+        run.advance(k)
+        done += k
+        records.append(baselines.metrics(*run.iterates()))
+        elapsed = time.perf_counter() - t0
+        if not decided and done >= steps / 20:
+            decided = True
+            if done < steps and elapsed * steps / done > budget_s:
+                break
+    seconds = elapsed * steps / done
+    half = records[len(records) // 2:]
+    return {"seconds": seconds, "steps_run": done, "extrapolated": done < steps,
+            "loss_nodes": float(np.mean([r[1] for r in half]))}
+
+
+def paper_job(cfg: dict) -> dict:
+    """The paper-size GT job, once per engine: fastgt.run vs baseline loops with metrics."""
+    import fastgt
+
+    n, steps, every = PAPER["n"], cfg["paper_steps"], PAPER["record_every"]
+    W = build_topology(PAPER["topology"], n)
+    time.sleep(cfg["settle_s"])
+    res = fastgt.run(algorithm=PAPER["algorithm"], topology=W, d=D, stepsize=GAMMA, sigma2=SIGMA2,
+                     steps=steps, record_every=every, seed=0)
+    out = {"fastgt": {"seconds": res.summary["loop_time"], "wall_s": res.summary["wall_time"],
+                      "steps_run": steps, "extrapolated": False,
+                      "loss_nodes": res.summary["loss_nodes"]}}
+    x0 = np.random.default_rng(0).standard_normal((n, D))
+    for engine in BASELINES:
+        run = baselines.make(PAPER["algorithm"], baselines.MIXERS[engine](W), x0, GAMMA, SIGMA2)
+        time.sleep(cfg["settle_s"])
+        out[engine] = baseline_job(run, steps, every, cfg["paper_budget_s"])
+    for e in ENGINES:
+        out[e]["ns"] = out[e]["seconds"] / (steps * n * D) * 1e9
+    return {"steps": steps, "engines": out,
+            "speedup": {b: out[b]["seconds"] / out["fastgt"]["seconds"] for b in BASELINES}}
+
+
+# ----------------------------------------------------------------------------- child
+def child(args, threads: int, out_path: str) -> None:
+    """Everything measured at one thread count; JSON to ``out_path``, progress to stderr."""
+    import numba
+
+    from fastgt.runtime import warmup
+
+    if numba.config.NUMBA_NUM_THREADS != threads:
+        raise SystemExit(f"child expected NUMBA_NUM_THREADS={threads}")
+    cfg = settings(args.quick) | {"settle_s": SETTLE_S if threads > 1 else 0.0}
+    warm = warmup()
+    result = {"threads": threads, "warmup_s": warm, **common.numba_info(), "cases": []}
+    for n in args.n:
+        for topo in TOPOLOGIES:
+            W = build_topology(topo, n)
+            mixers = {e: baselines.MIXERS[e](W) for e in BASELINES}
+            for algo in ALGOS:
+                diff = check_same(algo, W, mixers)
+                case = time_case(algo, W, mixers, cfg)
+                result["cases"].append({"algorithm": algo, "topology": topo, "n": n,
+                                        "label": topology_label(topo, n), "check_max_diff": diff,
+                                        **case})
+                med = {e: f"{v['median']:.1f}" for e, v in case["ns"].items()}
+                print(f"[{threads} thr] {algo:4} {topology_label(topo, n):18} n={n:5}: ns/elem {med}",
+                      file=sys.stderr, flush=True)
+    if not args.no_paper:
+        result["paper_job"] = paper_job(cfg)
+        print(f"[{threads} thr] paper job done", file=sys.stderr, flush=True)
+    result["load_avg_end"] = os.getloadavg()
+    Path(out_path).write_text(json.dumps(result, indent=1))
+
+
+def run_child(threads: int, argv: list[str]) -> dict:
+    env = os.environ | {v: str(threads) for v in THREAD_VARS}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "child.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--child", str(threads),
+               "--child-out", str(out)]
+        subprocess.run(cmd, env=env, check=True)
+        return json.loads(out.read_text())
+
+
+# ----------------------------------------------------------------------------- report
+def fmt_ns(v: dict) -> str:
+    return f"{v['median']:.2f} ({v['min']:.2f})"
+
+
+def target_note(case: dict, threads: int) -> str:
+    target = TARGETS.get(case["n"])
+    if threads != 1 or target is None:
+        return ""
+    missed = [f"{b} {case['speedup'][b]:.1f}<{t:g}" for b, t in zip(BASELINES, target)
+              if case["speedup"][b] < t]
+    return "missed: " + ", ".join(missed) if missed else "met"
+
+
+def report(children: list[dict]) -> tuple[list[dict], str]:
+    """Flat rows (for JSON) and the Markdown table."""
+    rows, cells = [], []
+    for ch in children:
+        for c in ch["cases"]:
+            note = target_note(c, ch["threads"])
+            rows.append({"threads": ch["threads"], **c, "target": note})
+            cells.append([c["algorithm"], c["label"], str(c["n"]), str(ch["threads"]),
+                          *(fmt_ns(c["ns"][e]) for e in ENGINES),
+                          *(f"{c['speedup'][b]:.1f}x" for b in BASELINES),
+                          f"{min(v['cpu_share'] for v in c['ns'].values()):.2f}", note])
+    for ch in children:
+        job = ch.get("paper_job")
+        if job is None:
+            continue
+        eng = job["engines"]
+        rows.append({"threads": ch["threads"], "paper_job": job})
+        cells.append([PAPER["algorithm"], f"ring, job {job['steps']} steps*", str(PAPER["n"]),
+                      str(ch["threads"]),
+                      *(f"{eng[e]['ns']:.2f}" + ("~" if eng[e]["extrapolated"] else "")
+                        for e in ENGINES),
+                      *(f"{job['speedup'][b]:.1f}x" for b in BASELINES), "", ""])
+    header = ["algo", "topology", "n", "threads", *(f"{e} ns" for e in ENGINES),
+              *(f"vs {b}" for b in BASELINES), "CPU share", "target (1 thread)"]
+    return rows, common.markdown_table(header, cells)
+
+
+def footnotes(children: list[dict]) -> str:
+    lines = ["", ("ns = nanoseconds per node-dimension-step (step time / (n d)), d = 100: "
+                  "median (min) of interleaved repeats; ratios = baseline median / fastgt median."),
+             ("CPU share = lowest over the engines of the median (process CPU time / wall time) "
+              "of a timed block: below ~0.9 the process was descheduled (machine loaded), "
+              "so that row is noisy."),
+             (f"Targets at 1 thread: n=300 >= {TARGETS[300][0]:g}x dense, >= {TARGETS[300][1]:g}x "
+              f"sparse; n=3000 >= {TARGETS[3000][0]:g}x / >= {TARGETS[3000][1]:g}x.")]
+    for ch in children:
+        job = ch.get("paper_job")
+        if job is None:
+            continue
+        secs = ", ".join(f"{e} {v['seconds']:.1f} s" + (
+            f" (extrapolated from {v['steps_run']} steps)" if v["extrapolated"] else "")
+            for e, v in job["engines"].items())
+        plateau = ", ".join(f"{e} {v['loss_nodes']:.4g}" for e, v in job["engines"].items()
+                            if not v["extrapolated"])
+        lines.append(f"* {ch['threads']} thread(s), one run each of the GT job (ring n=300, "
+                     f"{job['steps']} steps, metrics every {PAPER['record_every']}): {secs}; "
+                     f"plateau loss_nodes {plateau}.")
+    if any(e["extrapolated"] for ch in children if "paper_job" in ch
+           for e in ch["paper_job"]["engines"].values()):
+        lines.append("~ extrapolated linearly from the first part of the job (over budget).")
+    return "\n".join(lines)
+
+
+def header_lines(machine: dict, children: list[dict]) -> str:
+    ch = children[0]
+    loads = ", ".join(f"{c['threads']} thr: {c['load_avg_end'][0]:.2f}" for c in children)
+    return (f"CPU: {machine['cpu']} ({machine['cores']} cores, {machine['usable_cores']} usable); "
+            f"numba {ch['numba']} ({ch['threading_layer']}), numpy {machine['numpy']} "
+            f"({machine['blas']}), scipy {machine['scipy']}, Python {machine['python']}; "
+            f"load avg at start {machine['load_avg_start'][0]:.2f}, after each child: {loads}\n")
+
+
+# ------------------------------------------------------------------------------- cli
+def int_list(text: str) -> list[int]:
+    return [int(v) for v in text.split(",") if v.strip()]
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help="smoke version (< 1 min): fewer, shorter repeats, n=300 unless --n")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON here")
+    p.add_argument("--threads", type=int_list, default=[1, 2], help="thread counts (default 1,2)")
+    p.add_argument("--n", type=int_list, default=None, help="node counts (default 300,3000)")
+    p.add_argument("--no-paper", action="store_true", help="skip the paper-size job")
+    p.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--child-out", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.n is None:
+        args.n = [300] if args.quick else [300, 3000]
+    if not args.n or min(args.n) < 4 or not args.threads or min(args.threads) < 1:
+        p.error("--n needs values >= 4 and --threads values >= 1")
+    return args
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    if args.child is not None:
+        child(args, args.child, args.child_out)
+        return
+    machine = common.machine_info()
+    children = [run_child(k, argv) for k in args.threads]
+    rows, table = report(children)
+    text = header_lines(machine, children) + "\n" + table + "\n" + footnotes(children)
+    print(text)
+    if args.json:
+        data = {"machine": machine, "settings": settings(args.quick), "d": D, "gamma": GAMMA,
+                "sigma2": SIGMA2, "children": children, "rows": rows, "table": table}
+        Path(args.json).write_text(json.dumps(data, indent=1))
+
+
+if __name__ == "__main__":
+    main()

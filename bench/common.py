@@ -1,0 +1,103 @@
+"""Helpers shared by the benchmark scripts: machine facts, repeated timings, Markdown tables."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_info() -> dict:
+    """Host facts that do not need numba (the parent process never imports it)."""
+    import numpy as np
+    import scipy
+
+    blas = np.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "load_avg_start": os.getloadavg(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "blas": f"{blas.get('name', '?')} {blas.get('version', '')}".strip(),
+    }
+
+
+def numba_info() -> dict:
+    """numba version and threading layer (call after a parallel kernel ran)."""
+    import numba
+
+    from fastgt.runtime import threading_layer
+
+    return {"numba": numba.__version__, "threading_layer": threading_layer(),
+            "numba_threads": numba.get_num_threads()}
+
+
+def steps_for(advance, target_s: float, probe_s: float = 0.02) -> int:
+    """How many steps ``advance(k)`` needs to take about ``target_s`` seconds (>= 1).
+
+    Doubles k from 1 until a call takes ``probe_s``, then scales; the probe calls also warm
+    caches and allocators.
+    """
+    k = 1
+    while True:
+        t = time.perf_counter()
+        advance(k)
+        dt = time.perf_counter() - t
+        if dt >= probe_s:
+            return max(1, round(k * target_s / dt))
+        k *= 2
+
+
+def interleaved_timings(advances: dict, steps: dict, repeats: int, settle_s: float = 0.0):
+    """Seconds per step of each ``advances[name](steps[name])``, ``repeats`` times each.
+
+    The engines take turns within every repeat, so a burst of load from other processes on a
+    shared machine hits all of them rather than one. ``settle_s``: pause before each timed
+    block, so that idle worker threads of the previous engine (OpenBLAS busy-waits for about
+    0.1 s after a multithreaded GEMM) stop spinning first. Returns (name -> list of s/step,
+    name -> list of CPU share = process CPU time / wall time of each block).
+    """
+    secs = {name: [] for name in advances}
+    share = {name: [] for name in advances}
+    for _ in range(repeats):
+        for name, advance in advances.items():
+            if settle_s:
+                time.sleep(settle_s)
+            c, t = time.process_time(), time.perf_counter()
+            advance(steps[name])
+            wall = time.perf_counter() - t
+            secs[name].append(wall / steps[name])
+            share[name].append((time.process_time() - c) / wall)
+    return secs, share
+
+
+def summarize(samples: list[float], per: float) -> dict:
+    """Median and min of the samples divided by ``per`` (e.g. seconds -> ns per element)."""
+    return {"median": statistics.median(samples) / per, "min": min(samples) / per,
+            "repeats": len(samples)}
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A GitHub Markdown table, numeric-looking columns right-aligned."""
+    def numeric(col):
+        cells = [r[col] for r in rows if r[col]]
+        return bool(cells) and all(c[:1].isdigit() for c in cells)
+
+    align = ["---:" if numeric(i) else ":---" for i in range(len(header))]
+    lines = [header, align, *rows]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)

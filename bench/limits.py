@@ -1,0 +1,114 @@
+"""The machine's limits for a GT / D-SGD step: normal-variate throughput and memory bandwidth.
+
+    python bench/limits.py [--n 300,3000,30000,300000] [--d 100] [--json limits.json]
+
+Prints, per thread count, ns per normal (fastgt's counter-based generator and numpy's
+PCG64), streaming triad bandwidth, and the per-element lower bound of a step:
+
+    GT    reads X, Y, G and writes X', Y', G   (48 bytes / element) + one normal
+    D-SGD reads Z and writes Z'                 (16 bytes / element) + one normal
+
+bound_overlap = max(bytes / bandwidth, t_normal)   (perfect overlap of memory and compute)
+bound_serial  = bytes / bandwidth + t_normal        (no overlap)
+When the state fits in the last-level cache (small n) the memory term is dropped: the
+generator is the bound. Other benches import `measure()` and `bound()` from here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from fastgt.kernels.rng import fill_normals, row_key, step_key, stream_key
+
+BYTES = {"gt": 48, "dsgd": 16}
+LLC_BYTES = 32 * 2**20  # treat states below this as cache resident
+
+
+@njit(parallel=True, cache=True)
+def _normals(out, seed):
+    tkey = step_key(stream_key(seed, 0), 0)
+    for i in prange(out.shape[0]):
+        fill_normals(row_key(tkey, i), out[i], 1.0)
+
+
+@njit(parallel=True, cache=True, fastmath={"contract"})
+def _triad(a, b, c, s):
+    for i in prange(a.shape[0]):
+        a[i] = b[i] + s * c[i]
+
+
+def _median_time(f, repeats: int = 7) -> float:
+    f()
+    ts = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts))
+
+
+def measure(threads: int) -> dict:
+    """ns per normal (fastgt, numpy) and triad GB/s with ``threads`` numba threads."""
+    old = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        z = np.empty((20000, 100))
+        t_fast = _median_time(lambda: _normals(z, 1)) / z.size * 1e9
+        m = 2 * 10**7  # 160 MB per array: far beyond any cache
+        a, b, c = np.empty(m), np.ones(m), np.ones(m)
+        t_triad = _median_time(lambda: _triad(a, b, c, 0.5), repeats=5)
+    finally:
+        numba.set_num_threads(old)
+    gen = np.random.default_rng(0)
+    t_np = _median_time(lambda: gen.standard_normal(out=z)) / z.size * 1e9
+    return {"threads": threads, "ns_per_normal_fastgt": t_fast, "ns_per_normal_numpy": t_np,
+            "triad_GBps": 3 * 8 * m / t_triad / 1e9}
+
+
+def bound(lim: dict, algorithm: str, n: int, d: int) -> dict:
+    """Lower bounds (ns per node-dimension-step) for one step of ``algorithm``."""
+    nbytes = BYTES[algorithm]
+    resident = nbytes // 8 * n * d * 8 < LLC_BYTES
+    mem = 0.0 if resident else nbytes / lim["triad_GBps"]
+    rng = lim["ns_per_normal_fastgt"]
+    return {"bound_overlap": max(mem, rng), "bound_serial": mem + rng, "cache_resident": resident}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", default="300,3000,30000,300000")
+    ap.add_argument("--d", type=int, default=100)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    ns = [int(x) for x in args.n.split(",")]
+    rows, lims = [], []
+    for th in range(1, numba.config.NUMBA_NUM_THREADS + 1):
+        lim = measure(th)
+        lims.append(lim)
+        for algo in ("gt", "dsgd"):
+            for n in ns:
+                rows.append({"threads": th, "algorithm": algo, "n": n, **bound(lim, algo, n, args.d)})
+    print("| threads | fastgt ns/normal | numpy ns/normal | triad GB/s |")
+    print("|---|---|---|---|")
+    for lim in lims:
+        print(f"| {lim['threads']} | {lim['ns_per_normal_fastgt']:.2f} | "
+              f"{lim['ns_per_normal_numpy']:.2f} | {lim['triad_GBps']:.1f} |")
+    print()
+    print(f"| threads | algorithm | n | bound (overlap) ns/elem | bound (serial) ns/elem | in cache |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['threads']} | {r['algorithm']} | {r['n']} | {r['bound_overlap']:.2f} | "
+              f"{r['bound_serial']:.2f} | {'yes' if r['cache_resident'] else 'no'} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"limits": lims, "bounds": rows, "d": args.d}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""``fastgt theory``: exact stationary metrics, rate and largest stable stepsize (fastgt.theory)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .cli import topo_options, topo_params, user_errors
+
+
+@click.command("theory")
+@click.option("--algorithm", type=click.Choice(["gt", "dsgd"]), default="gt")
+@click.option("--topology", "topo_name", default="ring", help="topology family (see fastgt topo)")
+@topo_options
+@click.option("--problem", type=click.Choice(["quadratic", "consensus"]), default="quadratic",
+              help="quadratic: Setup A/B (f_i = ||x||^2); consensus: f_i = 1/2 ||x - mu_i||^2")
+@click.option("--noise", type=click.Choice(["gaussian", "structured", "none"]), default="gaussian",
+              help="gaussian: Setup A; structured: Setup B")
+@click.option("--sigma2", type=float, default=1.0, help="noise variance: (1/n) sum E||noise_i||^2")
+@click.option("--d", type=int, default=100, help="dimension (matters for structured noise)")
+@click.option("--stepsize", type=float, default=0.01)
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@user_errors
+def theory_cmd(algorithm, topo_name, problem, noise, sigma2, d, stepsize, as_json, **kw):
+    """Exact stationary metrics (t -> infinity), linear rate and largest stable stepsize.
+
+    Quadratic problems only: no simulation, O(n) once the eigenvalues are known.
+    Example: fastgt theory --topology ring --n 300 --self-weight 0.1 --stepsize 0.01
+    """
+    from . import theory
+    from .topology import topology
+
+    W = topology(topo_name, **topo_params(kw))
+    sp = W.spectrum()
+    out = {"algorithm": algorithm, "topology": W.name, **W.params, "n": W.n,
+           "problem": problem, "noise": noise, "sigma2": sigma2, "d": d, "stepsize": stepsize,
+           "lambda2": sp.lambda2, "lambda_n": sp.lambda_n, "p": sp.p, "c": sp.c,
+           "rate": theory.rate(W, algorithm, stepsize, problem),
+           "max_stepsize": theory.max_stepsize(W, algorithm, problem)}
+    reason = theory.unsupported(algorithm, problem)
+    if reason:
+        out["stationary"] = f"not covered: {reason}"
+    else:
+        out.update(theory.stationary(W, algorithm, stepsize, sigma2, problem, noise, d))
+    if as_json:
+        click.echo(json.dumps(out))
+        return
+    for k, v in out.items():
+        click.echo(f"{k:>14}  {v:.12g}" if isinstance(v, float) else f"{k:>14}  {v}")
+
+
+COMMANDS = [theory_cmd]

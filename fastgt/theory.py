@@ -1,0 +1,225 @@
+"""Exact noise floors and linear rates of GT and D-SGD on quadratics (derivation: docs/theory.md).
+
+Every node has f_i(x) = a/2 ||x - x*_i||^2 with the same curvature a (a = 2 for Setup A's
+``quadratic``, a = 1 for ``consensus``). With W = Q diag(lambda) Q^T, each eigenvector q_m
+and coordinate gives a scalar system driven by the projected noise; with g = a gamma:
+
+    D-SGD  x' = lambda (1 - g) x - lambda gamma e
+    GT     x'' - T x' + D x = lambda gamma (e - e'),  T = lambda (2 - g),  D = lambda (lambda - g)
+
+so the stationary variances per unit noise variance are, in closed form,
+
+    D-SGD  E x^2 = lambda^2 gamma^2 / (1 - lambda^2 (1 - g)^2)
+    GT     E x^2 = 2 lambda^2 gamma^2 / K,
+           E y^2 = 1 + ((eps + g lambda)^2 + lambda^2 (eps + g)^2 + T eps^2) / K,
+           K = (1 - lambda^2 + g lambda) ((1 + lambda)^2 - 2 g lambda),  eps = 1 - lambda.
+
+The mean mode (lambda = 1) is mini-batch SGD for both algorithms (for GT thanks to the
+invariant ybar = gbar, i.e. y(0) = g(0)). The recorded metrics are averages of these over
+modes: O(n) once the eigenvalues are known. Rates and stability only need lambda2 and
+lambda_n, which ``W.spectrum()`` gives at any n.
+
+Public: ``stationary``, ``rate``, ``max_stepsize``, ``eigenvalues``, ``theory_columns``,
+``unsupported``, ``mode_variances``, ``mode_radius``.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+import scipy.linalg as sla
+
+from .errors import FastGTError, bad, check_choice, check_float, check_int
+
+#: largest n for which the eigenvalues of a W without closed form come from a dense eigvalsh
+DENSE_MAX = 20000
+ALGORITHMS = ("gt", "dsgd")
+NOISES = ("gaussian", "structured", "none")
+#: curvature a of f_i = a/2 ||x - x*_i||^2 of the problems the exact theory covers
+CURVATURE = {"quadratic": 2.0, "consensus": 1.0}
+STATIONARY_METRICS = ("loss_avg", "loss_nodes", "consensus", "tracking")
+
+_EIGENVALUES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+# ------------------------------------------------------------------------------ eigenvalues
+def eigenvalues(W) -> np.ndarray:
+    """All eigenvalues of W except the all-ones mode (n - 1 values, ascending).
+
+    Closed forms for circulant families (FFT of the first row) and the hypercube
+    (Walsh-Hadamard), dense ``eigvalsh`` up to ``DENSE_MAX`` nodes, else FastGTError.
+    Cached per MixingMatrix object.
+    """
+    if W not in _EIGENVALUES:
+        _EIGENVALUES[W] = _compute_eigenvalues(W)
+    return _EIGENVALUES[W]
+
+
+def _compute_eigenvalues(W) -> np.ndarray:
+    from .topology.spectrum import _first_row, _fwht
+
+    if W.structure is not None:
+        kind, shape = W.structure
+        row = _first_row(W)
+        if kind == "circulant":
+            lam = np.real(np.fft.fftn(row.reshape(shape))).ravel()
+        else:
+            lam = _fwht(row)
+        return np.sort(lam[1:])  # index 0 is the all-ones mode
+    if W.n > DENSE_MAX:
+        raise FastGTError(
+            f"theory: {W.describe()} has n={W.n} nodes and no closed-form spectrum: all its "
+            f"eigenvalues need a dense eigvalsh, allowed only n <= {DENSE_MAX} (closed forms: "
+            "ring, interp_ring, torus, complete, exponential, hypercube)")
+    lam = sla.eigvalsh(W.to_dense(), overwrite_a=True, check_finite=False)
+    return lam[:-1]  # the largest is the all-ones mode (eigenvalue 1; W is connected)
+
+
+# ------------------------------------------------------------------------- per-mode formulas
+def mode_variances(lam, algorithm: str, stepsize: float, a: float):
+    """Stationary (E x_m^2, E y_m^2) of modes with eigenvalues ``lam`` per unit noise variance.
+
+    Valid for stable modes (see ``max_stepsize``); E y^2 is None for D-SGD. At lam = 1 the
+    x-variance is SGD's gamma / (a (2 - a gamma)).
+    """
+    lam = np.asarray(lam, dtype=np.float64)
+    g = a * stepsize
+    if algorithm == "dsgd":
+        return lam**2 * stepsize**2 / (1.0 - lam**2 * (1.0 - g) ** 2), None
+    eps = 1.0 - lam
+    T = lam * (2.0 - g)
+    K = (1.0 - lam**2 + g * lam) * ((1.0 + lam) ** 2 - 2.0 * g * lam)
+    vx = 2.0 * lam**2 * stepsize**2 / K
+    vy = 1.0 + ((eps + g * lam) ** 2 + lam**2 * (eps + g) ** 2 + T * eps**2) / K
+    return vx, vy
+
+
+def mode_radius(lam, algorithm: str, stepsize: float, a: float) -> np.ndarray:
+    """Spectral radius of the noiseless iteration of non-mean modes with eigenvalues ``lam``.
+
+    D-SGD: |lam (1 - g)|. GT: largest root modulus of z^2 - lam (2 - g) z + lam (lam - g).
+    """
+    lam = np.asarray(lam, dtype=np.float64)
+    g = a * stepsize
+    if algorithm == "dsgd":
+        return np.abs(lam * (1.0 - g))
+    T = lam * (2.0 - g)
+    root = np.sqrt((T**2 - 4.0 * lam * (lam - g)).astype(np.complex128))
+    return np.maximum(np.abs(T + root), np.abs(T - root)) / 2.0
+
+
+# ---------------------------------------------------------------------------- public API
+def _curvature(problem) -> float:
+    name = getattr(problem, "name", problem)
+    if name not in CURVATURE:
+        raise bad("problem", name, "'quadratic' or 'consensus' (the exact theory needs the "
+                  "same curvature on every node)")
+    return CURVATURE[name]
+
+
+def _check(algorithm: str, stepsize=None) -> None:
+    check_choice("algorithm", algorithm, ALGORITHMS)
+    if stepsize is not None:
+        check_float("stepsize", stepsize, 0.0, lo_open=True)
+
+
+def max_stepsize(W, algorithm: str, problem="quadratic") -> float:
+    """Supremum of the stable stepsizes (``rate`` < 1 for every stepsize below it).
+
+    Closed form (Jury criterion per mode, docs/theory.md): D-SGD 2 / a; GT
+    min(2, c / |lambda_n|) / a when lambda_n < 0 (c = 1 - lambda_n^2), else 2 / a.
+    """
+    _check(algorithm)
+    a = _curvature(problem)
+    lam_n = W.spectrum().lambda_n
+    if algorithm == "gt" and lam_n < 0:
+        return min(2.0, (1.0 - lam_n**2) / -lam_n) / a
+    return 2.0 / a
+
+
+def rate(W, algorithm: str, stepsize: float, problem="quadratic") -> float:
+    """Exact linear rate: spectral radius of the noiseless iteration, maximised over modes.
+
+    The mean mode contracts by |1 - a gamma| (for GT on the invariant ybar = gbar). For
+    a gamma < 4 the radius of the other modes grows with |lambda| on each side of 0, so
+    lambda2 and lambda_n suffice (docs/theory.md); beyond, the value is a lower bound >= 3.
+    On ``consensus`` the heterogeneity mu is a constant input that cancels from the error
+    dynamics (GT) or shifts the fixed point (D-SGD): same rate, curvature 1.
+    """
+    _check(algorithm, stepsize)
+    a = _curvature(problem)
+    sp = W.spectrum()
+    radius = mode_radius(np.array([sp.lambda2, sp.lambda_n]), algorithm, stepsize, a)
+    return float(max(abs(1.0 - a * stepsize), radius.max()))
+
+
+def unsupported(algorithm: str, problem) -> str | None:
+    """Why ``stationary`` does not cover this case, or None."""
+    if algorithm == "dsgd" and getattr(problem, "name", problem) == "consensus":
+        return ("D-SGD on 'consensus' converges to a biased point that depends on mu; "
+                "allowed for dsgd: problem='quadratic'")
+    return None
+
+
+def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem="quadratic",
+               noise: str = "gaussian", d: int = 100) -> dict:
+    """Exact expected stationary (t -> infinity) values of the recorded metrics.
+
+    Returns {"loss_avg", "loss_nodes", "consensus", "tracking"} (tracking NaN for D-SGD), all
+    inf if the stepsize is not stable. noise: "gaussian" (Setup A: i.i.d. N(0, sigma2/d) per
+    node, coordinate, step), "structured" (Setup B: only the lambda_n mode, ceil(d/2)
+    coordinates, and the lambda2 mode, the others, are excited) or "none" (all zero). The
+    problem is "quadratic" (Setup A/B, a = 2) or "consensus" (GT only, a = 1).
+    """
+    _check(algorithm, stepsize)
+    a = _curvature(problem)
+    reason = unsupported(algorithm, problem)
+    if reason:
+        raise FastGTError(f"stationary: {reason}")
+    check_choice("noise", noise, NOISES)
+    sigma2 = check_float("sigma2", sigma2, 0.0)
+    d = check_int("d", d, 1)
+    if stepsize >= max_stepsize(W, algorithm, problem):
+        return _constant(algorithm, math.inf)
+    if noise == "none" or sigma2 == 0.0:
+        return _constant(algorithm, 0.0)
+    if noise == "gaussian":
+        # every mode gets noise variance sigma2/d in each of d coordinates; metrics are (1/n) sum
+        lam = eigenvalues(W)
+        weights = np.full(len(lam), sigma2 / W.n)
+        g = a * stepsize
+        loss_avg = 0.5 * a * sigma2 / W.n * stepsize**2 / (1.0 - (1.0 - g) ** 2)  # SGD on xbar
+    else:
+        # one mode per coordinate, noise variance n sigma2/d; the 1/n of the metrics cancels n
+        sp = W.spectrum()
+        lam = np.array([sp.lambda_n, sp.lambda2])
+        dv = (d + 1) // 2
+        weights = np.array([dv, d - dv]) * sigma2 / d
+        loss_avg = 0.0
+    vx, vy = mode_variances(lam, algorithm, stepsize, a)
+    consensus = float(weights @ vx)
+    return {"loss_avg": loss_avg, "loss_nodes": loss_avg + 0.5 * a * consensus,
+            "consensus": consensus, "tracking": math.nan if vy is None else float(weights @ vy)}
+
+
+def _constant(algorithm: str, value: float) -> dict:
+    return {m: math.nan if m == "tracking" and algorithm == "dsgd" else value
+            for m in STATIONARY_METRICS}
+
+
+def theory_columns(W, algorithm: str, stepsize: float, sigma2: float, problem_name: str,
+                   noise: str, d: int) -> dict:
+    """``theory_*`` columns of a grid cell: {} when the problem is not covered (heterogeneous
+    curvature); NaN stationary values when only the rate is (D-SGD on consensus, or Setup A
+    on a graph without closed form beyond ``DENSE_MAX`` nodes)."""
+    if problem_name not in CURVATURE:
+        return {}
+    cols = {f"theory_{m}": math.nan for m in STATIONARY_METRICS}
+    cols["theory_rate"] = rate(W, algorithm, stepsize, problem_name)
+    too_big = noise == "gaussian" and W.structure is None and W.n > DENSE_MAX
+    if unsupported(algorithm, problem_name) is None and not too_big:
+        st = stationary(W, algorithm, stepsize, sigma2, problem_name, noise, d)
+        cols.update({f"theory_{m}": v for m, v in st.items()})
+    return cols

@@ -100,7 +100,7 @@ def main():
         print(f"| {lim['threads']} | {lim['ns_per_normal_fastgt']:.2f} | "
               f"{lim['ns_per_normal_numpy']:.2f} | {lim['triad_GBps']:.1f} |")
     print()
-    print(f"| threads | algorithm | n | bound (overlap) ns/elem | bound (serial) ns/elem | in cache |")
+    print("| threads | algorithm | n | bound (overlap) ns/elem | bound (serial) ns/elem | in cache |")
     print("|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['threads']} | {r['algorithm']} | {r['n']} | {r['bound_overlap']:.2f} | "

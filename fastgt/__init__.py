@@ -2,11 +2,31 @@
 
 __version__ = "0.1.0"
 
-from . import theory  # noqa: E402
-from .errors import FastGTError  # noqa: E402
-from .problems import problem  # noqa: E402
-from .runner import METRICS, RunResult, run, run_batch  # noqa: E402
-from .topology import MixingMatrix, topology  # noqa: E402
+from . import theory
+from .errors import FastGTError
+from .problems import problem
+from .runner import METRICS, RunResult, run, run_batch
+from .topology import MixingMatrix, topology
 
-__all__ = ["__version__", "FastGTError", "METRICS", "MixingMatrix", "RunResult", "problem",
-           "run", "run_batch", "theory", "topology"]
+__all__ = [
+    "METRICS",
+    "FastGTError",
+    "MixingMatrix",
+    "RunResult",
+    "__version__",
+    "load",
+    "problem",
+    "run",
+    "run_batch",
+    "theory",
+    "topology",
+]
+
+
+def load(out, traces: bool = True):
+    """(cells, traces) DataFrames of a sweep directory or URI (see fastgt.storage.load).
+
+    Imported lazily so that ``import fastgt`` does not pull in pyarrow."""
+    from .storage import load as _load
+
+    return _load(out, traces)

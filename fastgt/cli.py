@@ -2,57 +2,14 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
+from pathlib import Path
 
 import click
 
+from .cli_common import topo_options, topo_params, user_errors
 from .errors import FastGTError
-
-TOPO_OPTIONS = [
-    ("--n", int, "number of nodes"),
-    ("--self-weight", float, "ring self weight w (neighbours get (1-w)/2)"),
-    ("--alpha", float, "interp_ring: alpha W_ring + (1-alpha)/n 11^T"),
-    ("--rows", int, "torus rows"),
-    ("--cols", int, "torus columns"),
-    ("--prob", float, "erdos_renyi edge probability"),
-    ("--radius", float, "geometric graph radius"),
-    ("--graph-seed", int, "seed of random graphs (erdos_renyi, geometric)"),
-    ("--weights", click.Choice(["metropolis", "max_degree"]), "weights of general graphs"),
-]
-
-
-def topo_options(f):
-    """Topology parameters as options named like the Python ones (unset ones are not passed)."""
-    for flag, typ, helptext in reversed(TOPO_OPTIONS):
-        f = click.option(flag, type=typ, default=None, help=helptext)(f)
-    return click.option("--lazy", is_flag=True, default=False, help="use (W + I) / 2")(f)
-
-
-def topo_params(kw: dict) -> dict:
-    params = {}
-    for flag, _, _ in TOPO_OPTIONS:
-        key = flag[2:].replace("-", "_")
-        val = kw.pop(key, None)
-        if val is not None:
-            params["seed" if key == "graph_seed" else key] = val
-    if kw.pop("lazy", False):
-        params["lazy"] = True
-    return params
-
-
-def user_errors(f):
-    """Turn FastGTError into a one-line message and exit code 2."""
-
-    @functools.wraps(f)
-    def wrapper(*args, **kwargs):
-        try:
-            return f(*args, **kwargs)
-        except FastGTError as err:
-            raise click.UsageError(str(err)) from None
-
-    return wrapper
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
@@ -118,7 +75,8 @@ def run_cmd(algorithm, topo_name, problem, zeta, noise, sigma2, d, stepsize, ste
     """
     from tqdm import tqdm
 
-    from . import problem as make_problem, run, topology
+    from . import problem as make_problem
+    from . import run, topology
 
     W = topology(topo_name, **topo_params(kw))
     prob = make_problem(problem, **({"zeta": zeta} if zeta is not None else {}))
@@ -159,6 +117,24 @@ def table3_cmd(ns, as_json):
     click.echo(df.to_json(orient="records", double_precision=15) if as_json else to_markdown(df))
 
 
+@main.command("report")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", default=None, help="where figures and slopes.md go [default: DIRECTORY]")
+@click.option("--metric", default="consensus",
+              type=click.Choice(["consensus", "loss_nodes", "loss_avg", "tracking"]))
+@user_errors
+def report_cmd(directory, out, metric):
+    """The paper's figures and slope table from sweeps under DIRECTORY.
+
+    Example: scripts/reproduce_paper.sh --quick --out results/quick (runs the sweeps and this)
+    """
+    from .report import report
+
+    _, files = report(directory, out, metric)
+    click.echo((Path(out or directory) / "slopes.md").read_text())
+    click.echo(f"wrote {len(files)} files to {out or directory}")
+
+
 @main.command()
 def warmup():
     """Compile (or load from the cache) every kernel now, once per machine."""
@@ -167,19 +143,13 @@ def warmup():
     do_warmup(verbose=True)
 
 
-def _register(module_names=("cli_sweep", "cli_theory")):
-    """Attach the commands of the sweep and theory front ends (each lists its COMMANDS)."""
-    import importlib
 
-    for name in module_names:
-        try:
-            mod = importlib.import_module(f"fastgt.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"fastgt.{name}":
-                raise
-            continue
-        for cmd in mod.COMMANDS:
-            main.add_command(cmd)
+def _add_commands():
+    from .cli_sweep import COMMANDS as sweep
+    from .cli_theory import COMMANDS as theory
+
+    for cmd in (*sweep, *theory):
+        main.add_command(cmd)
 
 
-_register()
+_add_commands()

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .cli import topo_options, topo_params, user_errors
+from .cli_common import topo_options, topo_params, user_errors
 
 
 @click.command("theory")

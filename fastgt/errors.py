@@ -53,7 +53,7 @@ def check_float(param: str, value, lo: float | None = None, hi: float | None = N
     high_bad = hi is not None and (v >= hi if hi_open else v > hi)
     if low_bad or high_bad:
         left = "(" if lo_open else "["
-        right = ")" if hi_open else "]"
+        right = ")" if hi_open or hi is None else "]"
         lo_s = "-inf" if lo is None else f"{lo:g}"
         hi_s = "inf" if hi is None else f"{hi:g}"
         raise bad(param, value, f"a number in {left}{lo_s}, {hi_s}{right}")

@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .algorithms import Batch, Cell, algorithm as get_algorithm
+from .algorithms import Batch, Cell
+from .algorithms import algorithm as get_algorithm
 from .config import DIVERGE_FACTOR
 from .errors import bad, check_choice, check_float, check_int
 from .kernels.metrics import quadratic_metrics
-from .problems import make_noise, problem as get_problem
+from .problems import make_noise
+from .problems import problem as get_problem
 from .runtime import numba_threads
 from .topology import MixingMatrix
 

@@ -210,15 +210,15 @@ def _constant(algorithm: str, value: float) -> dict:
 
 
 def theory_columns(W, algorithm: str, stepsize: float, sigma2: float, problem_name: str,
-                   noise: str, d: int) -> dict:
+                   noise: str, d: int, dense_max: int = DENSE_MAX) -> dict:
     """``theory_*`` columns of a grid cell: {} when the problem is not covered (heterogeneous
     curvature); NaN stationary values when only the rate is (D-SGD on consensus, or Setup A
-    on a graph without closed form beyond ``DENSE_MAX`` nodes)."""
+    on a graph without closed form beyond ``dense_max`` nodes)."""
     if problem_name not in CURVATURE:
         return {}
     cols = {f"theory_{m}": math.nan for m in STATIONARY_METRICS}
     cols["theory_rate"] = rate(W, algorithm, stepsize, problem_name)
-    too_big = noise == "gaussian" and W.structure is None and W.n > DENSE_MAX
+    too_big = noise == "gaussian" and W.structure is None and W.n > min(dense_max, DENSE_MAX)
     if unsupported(algorithm, problem_name) is None and not too_big:
         st = stationary(W, algorithm, stepsize, sigma2, problem_name, noise, d)
         cols.update({f"theory_{m}": v for m, v in st.items()})

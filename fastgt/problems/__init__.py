@@ -12,8 +12,17 @@ from .quadratic import DiagonalQuadratic, hetero_quadratic, quadratic
 
 PROBLEMS = {"quadratic": quadratic, "consensus": consensus, "hetero_quadratic": hetero_quadratic}
 
-__all__ = ["problem", "ProblemSpec", "DiagonalQuadratic", "PROBLEMS", "NOISES", "Noise",
-           "make_noise", "noise_matrix", "problem_params"]
+__all__ = [
+    "NOISES",
+    "PROBLEMS",
+    "DiagonalQuadratic",
+    "Noise",
+    "ProblemSpec",
+    "make_noise",
+    "noise_matrix",
+    "problem",
+    "problem_params",
+]
 
 
 def problem_params(name: str) -> dict:
@@ -44,7 +53,7 @@ def problem(name: str | ProblemSpec = "quadratic", **params) -> ProblemSpec:
     if isinstance(name, ProblemSpec):
         return name
     allowed = problem_params(name)
-    for k in params:
+    for k, v in params.items():
         if k not in allowed:
-            raise bad(k, params[k], f"parameters of problem {name!r}: {', '.join(allowed) or 'none'}")
+            raise bad(k, v, f"parameters of problem {name!r}: {', '.join(allowed) or 'none'}")
     return ProblemSpec(name, dict(params))

@@ -1,0 +1,169 @@
+"""The worker side of a sweep: run one cell from its flat parameters, worker start-up and
+watchdog, compile-cache warm-up. Light to import: no pyarrow, no dask."""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import socket
+import time
+import traceback
+
+from .grid import PROBLEM_RENAME, TOPO_RENAME, problem_grid_params, topology_params
+from .runner import METRICS
+
+#: thread-count variables of numba and the BLAS/OpenMP libraries, set in every worker
+THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: summary entries of a run copied into the cell row (besides the METRICS plateaus and finals)
+SUMMARY_KEYS = ("status", "diverged_step", "steps_done", "loop_time", "steps_per_s", "threads")
+SPECTRUM_KEYS = ("lambda2", "lambda_n", "p", "c")
+#: exact theory next to the simulated plateaus (fastgt.theory.theory_columns); graphs without a
+#: closed-form spectrum get it up to this many nodes (a dense eigvalsh per cell)
+THEORY_KEYS = ("theory_loss_avg", "theory_loss_nodes", "theory_consensus", "theory_tracking",
+               "theory_rate")
+THEORY_DENSE_MAX = 4096
+
+
+def run_arguments(params: dict) -> dict:
+    """Keyword arguments of :func:`fastgt.run` for a cell's canonical parameters."""
+    from . import problem, topology
+
+    topo_keys = {v: k for k, v in TOPO_RENAME.items()}
+    prob_keys = {v: k for k, v in PROBLEM_RENAME.items()}
+    W = topology(params["topology"], **{topo_keys.get(k, k): params[k]
+                                        for k in topology_params(params["topology"]) if k in params})
+    prob = problem(params["problem"], **{prob_keys.get(k, k): params[k]
+                                         for k in problem_grid_params(params["problem"])
+                                         if k in params})
+    keys = ("algorithm", "noise", "sigma2", "d", "stepsize", "steps", "record_every", "seed")
+    return {"topology": W, "problem": prob, **{k: params[k] for k in keys}}
+
+
+def run_cell(params: dict, threads: int = 1) -> tuple[dict, object, dict]:
+    """Simulate one cell with exactly ``threads`` numba threads; never raises.
+
+    Returns (row, trace, meta): row = the results (spectrum, plateaus under each metric's
+    name, ``final_<metric>``, status "ok" | "diverged" | "failed", error, wall_time, ...),
+    trace = the run's trace DataFrame (None if the cell failed), meta = provenance of the
+    process that ran it (host, pid, start time, versions, the run's own config).
+    """
+    from . import run
+
+    start = time.time()
+    t0 = time.perf_counter()
+    meta = {"host": socket.gethostname(), "pid": os.getpid(),
+            "start_time": datetime.datetime.fromtimestamp(start, datetime.UTC).isoformat(),
+            **versions()}
+    row: dict = {"error": None}
+    trace = None
+    try:
+        kwargs = run_arguments(params)
+        sp = kwargs["topology"].spectrum()
+        row.update({k: float(getattr(sp, k)) for k in SPECTRUM_KEYS})
+        row.update(theory_row(kwargs, params))
+        res = run(**kwargs, threads=threads)
+        row.update({k: res.summary[k] for k in SUMMARY_KEYS})
+        row.update({m: res.summary[m] for m in METRICS})
+        row.update({f"final_{m}": res.summary[f"final_{m}"] for m in METRICS})
+        trace = res.trace
+        meta["run_config"] = res.config
+    except Exception as err:  # noqa: BLE001 (a failing cell is recorded, the sweep goes on)
+        row.update(status="failed", error=one_line(err))
+        meta["traceback"] = traceback.format_exc()
+    row["wall_time"] = time.perf_counter() - t0
+    return row, trace, meta
+
+
+def theory_row(kwargs: dict, params: dict) -> dict:
+    """The cell's theory_* values; NaN where the theory does not cover it or fails."""
+    from .theory import theory_columns
+
+    try:
+        cols = theory_columns(kwargs["topology"], params["algorithm"], params["stepsize"],
+                              params["sigma2"], params["problem"], params["noise"], params["d"],
+                              dense_max=THEORY_DENSE_MAX)
+    except Exception:  # noqa: BLE001 (the theory is an extra; it never fails a cell)
+        cols = {}
+    return {k: float(cols.get(k, math.nan)) for k in THEORY_KEYS}
+
+
+def one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def versions() -> dict:
+    """Versions of the numerical stack (recorded in every file's footer)."""
+    import platform
+
+    import numba
+    import numpy
+
+    from . import __version__
+
+    return {"fastgt": __version__, "numba": numba.__version__, "numpy": numpy.__version__,
+            "python": platform.python_version()}
+
+
+def worker_init(driver_pid: int) -> None:
+    """Start of a worker process: leave Ctrl-C to the driver (which stops the workers), and
+    exit if the driver dies (a killed sweep leaves no orphan computing or holding pipes)."""
+    import signal
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    start = process_start(driver_pid)
+
+    def watch():
+        while process_start(driver_pid) == start:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="fastgt-driver-watch").start()
+
+
+def process_start(pid: int) -> str | None:
+    """Start time (clock ticks since boot) of a live process, None if it does not exist or is
+    a zombie; without /proc: "" for any live pid."""
+    try:
+        with open(f"/proc/{int(pid)}/stat") as f:
+            stat = f.read()
+    except (OSError, ValueError):
+        if os.path.exists("/proc/self/stat"):
+            return None
+        try:
+            os.kill(int(pid), 0)
+        except (OSError, ValueError):
+            return None
+        return ""
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def ping() -> int:
+    """A no-op task (the driver waits for one per worker to know they all started)."""
+    return os.getpid()
+
+
+def warm_cache() -> None:
+    """Compile every kernel once per machine, before workers start (so that they all load it
+    and none compiles). A marker in the compile cache records the kernel sources' size and
+    mtime, which numba's cache index checks too: when they change, warm up again."""
+    from pathlib import Path
+
+    from . import kernels
+    from .runtime import cache_dir, warmup
+
+    sources = sorted(Path(kernels.__file__).parent.glob("*.py"))
+    stamp = " ".join(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in sources)
+    marker = Path(cache_dir()) / "fastgt-warm"
+    if not marker.exists() or marker.read_text() != stamp:
+        warmup()
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(stamp)
+
+
+def failed_row(message: str) -> dict:
+    """The row of a cell whose worker died before reporting (crash, lost Dask worker)."""
+    return {"status": "failed", "error": message, "wall_time": math.nan}

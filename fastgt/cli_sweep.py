@@ -1,0 +1,176 @@
+"""Sweep commands: ``fastgt grid | status | plot`` (registered by fastgt.cli from COMMANDS)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+
+import click
+
+from .cli_common import user_errors
+
+
+@click.command("grid")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--out", required=True, help="output directory: a path or a URI (s3://..., memory://...)")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="fix a parameter in every cell (overrides the file), e.g. --set stepsize=0.005")
+@click.option("--param", "params", multiple=True, metavar="KEY=V1,V2",
+              help="make a parameter a grid axis of every [[grid]] table, e.g. --param alpha=0.1,0.2")
+@click.option("--workers", type=int, default=None,
+              help="worker processes (default: the number of cores)")
+@click.option("--threads-per-worker", type=int, default=1, help="numba threads in each worker")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local")
+@click.option("--scheduler", default=None,
+              help="dask: 'local' (a LocalCluster on 127.0.0.1) or tcp://HOST:PORT  [default: local]")
+@click.option("--force", is_flag=True, help="recompute cells that are already finished")
+@click.option("--retry-failed", is_flag=True, help="recompute cells recorded as failed")
+@click.option("--dry-run", is_flag=True, help="list the cells and what is done; run nothing")
+@click.option("--quiet", is_flag=True, help="no progress bar")
+@user_errors
+def grid(spec, out, sets, params, workers, threads_per_worker, executor, scheduler, force,
+         retry_failed, dry_run, quiet):
+    """Run every cell of the grid SPEC (TOML) and store one Parquet file per cell in --out.
+
+    Finished cells are skipped on a rerun; failed or diverged cells are recorded and the
+    sweep goes on. Exit code: 0 if no cell failed, 1 if some did, 2 for a bad spec, 130 on
+    Ctrl-C and 143 on SIGTERM (both stop the workers and keep every finished cell).
+
+    Example: fastgt grid scripts/demo.toml --out results/demo --workers 2
+    """
+    from .executors import run_sweep
+    from .grid import load_spec
+
+    gs = load_spec(spec, sets, params)
+    cells = gs.cells()
+    if dry_run:
+        _dry_run(cells, out)
+        return
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
+    try:
+        report = run_sweep(cells, out, executor=executor, workers=workers,
+                           threads=threads_per_worker, scheduler=scheduler, force=force,
+                           retry_failed=retry_failed, spec_text=gs.to_toml(), progress=not quiet)
+    except KeyboardInterrupt as stop:
+        click.echo("interrupted: finished cells are kept; rerun the command to complete", err=True)
+        sys.exit(143 if isinstance(stop, Terminated) else 130)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+    click.echo(report.line())
+    if report.failed:
+        click.echo(f"{report.failed} cells failed: see `fastgt status {out} --failed`", err=True)
+        sys.exit(1)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (e.g. the end of a batch job) stops a sweep like Ctrl-C does."""
+
+
+def _terminated(signum, frame):
+    raise Terminated
+
+
+def _dry_run(cells, out) -> None:
+    from .storage import Store, exists
+
+    done = Store(out, create=False).ids() if exists(out) else set()
+    for c in cells:
+        params = " ".join(f"{k}={v}" for k, v in c.params.items())
+        click.echo(f"{c.id}  {'done' if c.id in done else 'todo'}  {params}")
+    click.echo(f"{len(cells)} cells, {sum(c.id in done for c in cells)} done")
+
+
+@click.command("status")
+@click.argument("out")
+@click.option("--failed", "show_failed", is_flag=True, help="also list failed cells and errors")
+@user_errors
+def status(out, show_failed):
+    """Counts of done / failed / running / missing cells of a sweep directory.
+
+    Missing cells are those of DIR/grid.toml (the spec last run there) without a result.
+    """
+    from .errors import FastGTError
+    from .grid import parse_spec
+    from .storage import Store, exists
+
+    if not exists(out):
+        raise FastGTError(f"out={out!r} is invalid: allowed an existing sweep directory")
+    store = Store(out, create=False)
+    cells = store.read("cells", columns=["id", "status", "error"])
+    counts = cells.status.value_counts()
+    claims = store.claims()
+    live = {k for k, v in claims.items() if not store.stale(v)}
+    text = store.get_text("grid.toml")
+    ok, div, failed = (int(counts.get(k, 0)) for k in ("ok", "diverged", "failed"))
+    lines = [f"done      {ok + div} (ok {ok}, diverged {div})", f"failed    {failed}",
+             f"running   {len(live)}"]
+    if text is not None:
+        ids = {c.id for c in parse_spec(text, f"{out}/grid.toml").cells()}
+        have = set(cells.id)
+        lines.append(f"missing   {len(ids - have - live)} (of {len(ids)} cells in grid.toml)")
+        if have - ids:
+            lines.append(f"other     {len(have - ids)} (results not in grid.toml)")
+    if len(claims) > len(live):
+        lines.append(f"stale     {len(claims) - len(live)} claims of dead sweeps (retaken on rerun)")
+    click.echo("\n".join(lines))
+    if show_failed:
+        for row in cells[cells.status == "failed"].itertuples():
+            click.echo(f"{row.id}  {row.error}")
+
+
+@click.command("plot")
+@click.argument("out")
+@click.option("--x", "x", default=None, help="parameter on the x axis (summary plots)")
+@click.option("--y", "y", default="loss_nodes", help="metric on the y axis")
+@click.option("--hue", default=None, help="parameter giving the colour")
+@click.option("--where", multiple=True, metavar="KEY=VALUE", help="keep only matching cells")
+@click.option("--curves", is_flag=True, help="plot traces (metric vs step) instead of summaries")
+@click.option("--logx/--linx", default=None, help="log x axis [default: log if x > 0 spans 10x]")
+@click.option("--logy/--liny", default=True, help="log y axis")
+@click.option("--output", "-o", default="plot.png", help="figure file (.png, .pdf, .svg)")
+@user_errors
+def plot(out, x, y, hue, where, curves, logx, logy, output):
+    """Figure of a sweep: mean over seeds (with 95% CI) of --y against --x, one line per
+    --hue value; or, with --curves, every trace of --y against the step.
+
+    Example: fastgt plot results/demo --x alpha --y loss_nodes --hue algorithm -o fig1.png
+    """
+    from . import plots
+    from .errors import FastGTError
+    from .storage import Store
+
+    store = Store(out, create=False)
+    if curves:
+        fig = plots.curves(_filter(store.read("traces"), where), y=y, hue=hue,
+                           logx=bool(logx), logy=logy)
+    else:
+        if x is None:
+            raise FastGTError("x=None is invalid: allowed a parameter name (or use --curves)")
+        fig = plots.summary(_filter(store.read("cells"), where), x=x, y=y, hue=hue,
+                            logx=logx, logy=logy)
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    fig.savefig(output, bbox_inches="tight")
+    click.echo(f"figure written to {output}")
+
+
+def _filter(df, where):
+    from .errors import FastGTError, bad
+    from .grid import literal
+
+    for cond in where:
+        key, eq, val = cond.partition("=")
+        if not eq:
+            raise bad("--where", cond, "KEY=VALUE")
+        if key not in df.columns:
+            raise FastGTError(f"--where {key!r} is not a column: allowed {', '.join(df.columns)}")
+        df = df[df[key] == literal(val)]
+    if df.empty:
+        raise FastGTError(f"no results to plot (where {' '.join(where) or 'anything'})")
+    return df
+
+
+COMMANDS = [grid, status, plot]

@@ -1,0 +1,309 @@
+"""Running the cells of a sweep: one dispatch loop, two backends.
+
+- ``local``: a process pool started with ``forkserver`` (or ``spawn``; never ``fork``: numba's
+  OpenMP pool does not survive a fork), ``workers`` processes x ``threads`` numba threads.
+- ``dask``: any ``dask.distributed`` cluster (``scheduler="tcp://host:port"``) or a
+  ``LocalCluster`` bound to 127.0.0.1 (``scheduler="local"``); dask is an optional extra,
+  imported only here, only when asked for.
+
+Every worker gets NUMBA_NUM_THREADS / OMP_NUM_THREADS / ... = ``threads`` in its environment
+before it imports numba, and every task runs under ``numba_threads(threads)``, so the thread
+count is enforced, not just requested (the cell row records the count that ran). The driver
+(this process) claims each cell just before submitting it, writes each result atomically as
+it arrives and releases the claim: a killed sweep loses only the cells in flight.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import logging
+import math
+import os
+import sys
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from .cellrun import THREAD_ENV, failed_row, ping, run_cell, warm_cache, worker_init
+from .errors import FastGTError, check_choice, check_int
+from .storage import Store
+
+EXECUTORS = ("local", "dask")
+DASK_HINT = "pip install 'fastgt[dask]'"
+
+
+@dataclass
+class SweepReport:
+    """Counts of one ``run_sweep``: computed cells by status, and cells not computed here."""
+
+    total: int = 0
+    status: Counter = field(default_factory=Counter)
+    skipped: int = 0  # finished before (or by a concurrent sweep)
+    busy: int = 0  # claimed by another live sweep
+    elapsed: float = 0.0
+
+    @property
+    def failed(self) -> int:
+        return self.status["failed"]
+
+    def line(self) -> str:
+        s = self.status
+        return (f"{self.total} cells: {s['ok']} ok, {s['diverged']} diverged, {s['failed']} failed, "
+                f"{self.skipped} skipped (done before), {self.busy} running elsewhere "
+                f"[{self.elapsed:.1f} s]")
+
+
+# --------------------------------------------------------------------------- backends
+
+
+@contextlib.contextmanager
+def worker_environment(threads: int):
+    """Thread variables for worker processes started inside the block; restored after (the
+    driver's own numba keeps its configuration)."""
+    saved = {k: os.environ.get(k) for k in THREAD_ENV}
+    os.environ.update({k: str(threads) for k in THREAD_ENV})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+#: thread count the (process-wide, started once) forkserver was started with
+_forkserver_threads: int | None = None
+
+
+def _mp_context(threads: int):
+    """forkserver (fastgt imported once in the server, workers forked from it) when it is
+    available and was started for this thread count; spawn otherwise."""
+    import multiprocessing as mp
+
+    global _forkserver_threads
+    if "forkserver" in mp.get_all_start_methods() and _forkserver_threads in (None, threads):
+        _forkserver_threads = threads
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["fastgt.cellrun"])
+        return ctx
+    return mp.get_context("spawn")
+
+
+class LocalBackend:
+    """``workers`` processes (forkserver or spawn, never fork), all started up front; a pool
+    broken by a dying worker is replaced."""
+
+    def __init__(self, workers: int, threads: int):
+        self.workers, self.threads = workers, threads
+        self.capacity = workers + 1  # one queued cell keeps workers busy while results are written
+        self._start()
+
+    def _start(self) -> None:
+        with worker_environment(self.threads):
+            self.pool = cf.ProcessPoolExecutor(self.workers, initializer=worker_init,
+                                               initargs=(os.getpid(),),
+                                               mp_context=_mp_context(self.threads))
+            # start every worker while the environment is set: each submit starts a process
+            # as long as none is idle, and none can be idle before its first task is done
+            for fut in [self.pool.submit(ping) for _ in range(self.workers)]:
+                fut.result()
+
+    def submit(self, params: dict, threads: int):
+        try:
+            return self.pool.submit(run_cell, params, threads)
+        except cf.process.BrokenProcessPool:
+            self.pool.shutdown(wait=False)
+            self._start()
+            return self.pool.submit(run_cell, params, threads)
+
+    @staticmethod
+    def wait_any(futures):
+        return cf.wait(futures, return_when=cf.FIRST_COMPLETED).done
+
+    @staticmethod
+    def result(fut):
+        try:
+            return fut.result()
+        except cf.process.BrokenProcessPool as err:
+            return failed_row(f"worker process died: {err}"), None, {}
+
+    def close(self, terminate: bool = False) -> None:
+        procs = list(self.pool._processes.values()) if terminate else []  # no public API < 3.14
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.join()
+        self.pool.shutdown(wait=terminate, cancel_futures=True)
+
+
+class DaskBackend:
+    """Cells as tasks of a Dask cluster (an existing one, or a LocalCluster on 127.0.0.1)."""
+
+    def __init__(self, scheduler: str, workers: int, threads: int):
+        try:
+            import dask
+            from dask import distributed
+        except ImportError:
+            raise FastGTError(f"executor='dask' needs dask.distributed: {DASK_HINT}") from None
+        self.distributed = distributed
+        self.cluster = None
+        if scheduler == "local":
+            key = "distributed.nanny.pre-spawn-environ"
+            env = {**dask.config.get(key, {}), **{k: str(threads) for k in THREAD_ENV}}
+            with worker_environment(threads), dask.config.set({key: env}):
+                self.cluster = distributed.LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    dashboard_address=None, silence_logs=logging.ERROR)
+            address = self.cluster.scheduler_address
+        else:
+            address = scheduler
+        try:
+            self.client = distributed.Client(address, timeout="20s")
+        except OSError as err:
+            raise FastGTError(f"scheduler={scheduler!r} is unreachable ({err}): allowed "
+                              "'local' or the address of a running Dask scheduler") from None
+        nthreads = self.client.nthreads()
+        self.capacity = sum(nthreads.values()) + 1
+        self.futures: set = set()
+        if any(k > 1 for k in nthreads.values()):
+            print(f"fastgt: Dask workers with several threads run that many cells at once, each "
+                  f"with {threads} numba thread(s); start them with --nthreads 1", file=sys.stderr)
+        # fill the compile cache once per machine of the cluster (one worker per host)
+        hosts: dict = {}
+        for addr in nthreads:
+            hosts.setdefault(addr.rsplit(":", 1)[0], addr)
+        self.client.run(warm_cache, workers=list(hosts.values()))
+
+    def submit(self, params: dict, threads: int):
+        fut = self.client.submit(run_cell, params, threads, pure=False)
+        self.futures.add(fut)
+        return fut
+
+    def wait_any(self, futures):
+        return self.distributed.wait(futures, return_when="FIRST_COMPLETED").done
+
+    def result(self, fut):
+        self.futures.discard(fut)
+        try:
+            return fut.result()
+        except Exception as err:  # noqa: BLE001 (lost worker, KilledWorker, ...)
+            return failed_row(f"dask task lost: {type(err).__name__}: {err}"), None, {}
+
+    def close(self, terminate: bool = False) -> None:
+        if terminate and self.futures:
+            self.client.cancel(list(self.futures))
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def make_backend(executor: str, workers: int, threads: int, scheduler: str | None):
+    """The one dispatch point: "local" -> LocalBackend, "dask" -> DaskBackend."""
+    check_choice("executor", executor, EXECUTORS)
+    if executor == "local":
+        if scheduler is not None:
+            raise FastGTError("scheduler is only for executor='dask'")
+        warm_cache()  # before any worker starts: they all load, none compiles
+        return LocalBackend(workers, threads)
+    return DaskBackend(scheduler or "local", workers, threads)
+
+
+# --------------------------------------------------------------------------- the sweep
+
+
+def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
+              threads: int = 1, scheduler: str | None = None, force: bool = False,
+              retry_failed: bool = False, spec_text: str | None = None,
+              progress: bool = True) -> SweepReport:
+    """Compute every cell not yet in ``out`` and write one file per cell; see the module doc.
+
+    force: recompute finished cells too (not those a concurrent sweep finished meanwhile);
+    retry_failed: recompute cells recorded as failed. Ctrl-C (KeyboardInterrupt) stops the
+    workers, releases this sweep's claims and propagates.
+    """
+    workers = check_int("workers", os.cpu_count() if workers is None else workers, 1)
+    threads = check_int("threads_per_worker", threads, 1)
+    t0 = time.time()
+    store = Store(out)
+    if spec_text is not None:
+        store.put_text("grid.toml", spec_text)
+    store.remove_stale_temporaries()
+    report = SweepReport(total=len(cells))
+    todo, replace = _todo(cells, store, force, retry_failed)
+    report.skipped = len(cells) - len(todo)
+    if not todo:
+        report.elapsed = time.time() - t0
+        return report
+    sweep = {"started": t0, "executor": executor, "workers": workers,
+             "threads_per_worker": threads, "scheduler": scheduler, "driver_pid": os.getpid()}
+    backend = None
+    try:
+        backend = make_backend(executor, workers, threads, scheduler)
+        _dispatch(backend, todo, replace, store, report, sweep, threads, progress)
+    except BaseException:
+        if backend is not None:
+            backend.close(terminate=True)
+            backend = None
+        raise
+    finally:
+        if backend is not None:
+            backend.close()
+        store.release_all()
+        report.elapsed = time.time() - t0
+    return report
+
+
+def _todo(cells, store: Store, force: bool, retry_failed: bool) -> tuple[list, set]:
+    """Cells to compute, and those of them that already have a result (to be replaced)."""
+    done = store.ids()
+    if force:
+        return list(cells), done
+    redo = set()
+    if retry_failed and done:
+        st = store.read("cells", columns=["id", "status"])
+        redo = set(st.loc[st.status == "failed", "id"])
+    return [c for c in cells if c.id not in done or c.id in redo], redo
+
+
+def _dispatch(backend, todo, replace: set, store: Store, report: SweepReport, sweep: dict,
+              threads: int, progress: bool) -> None:
+    from tqdm import tqdm
+
+    pending = deque(todo)
+    inflight: dict = {}
+    with tqdm(total=len(todo), unit="cell", disable=not progress or None, file=sys.stderr,
+              dynamic_ncols=True) as bar:
+        while pending or inflight:
+            while pending and len(inflight) < backend.capacity:
+                cell = pending.popleft()
+                if not store.claim(cell.id):
+                    report.busy += 1
+                    bar.update()
+                elif _finished_meanwhile(store, cell.id, cell.id in replace, sweep["started"]):
+                    store.release(cell.id)
+                    report.skipped += 1
+                    bar.update()
+                else:
+                    inflight[backend.submit(cell.params, threads)] = cell
+            for fut in backend.wait_any(list(inflight)):
+                cell = inflight.pop(fut)
+                row, trace, meta = backend.result(fut)
+                store.write(cell.id, cell.params, row, trace, {**meta, "sweep": sweep})
+                store.release(cell.id)
+                report.status[row["status"]] += 1
+                bar.update()
+                bar.set_postfix(failed=report.failed, diverged=report.status["diverged"],
+                                refresh=False)
+
+
+def _finished_meanwhile(store: Store, cell_id: str, replacing: bool, started: float) -> bool:
+    """Did a concurrent sweep finish the cell since this one listed the directory? (A result
+    this sweep is meant to replace counts only if written by a sweep started after it.)"""
+    if not store.exists(cell_id):
+        return False
+    if not replacing:
+        return True
+    prior = store.provenance(cell_id).get("sweep", {}).get("started", -math.inf)
+    return prior >= started

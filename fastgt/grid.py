@@ -1,0 +1,373 @@
+"""Grid specs: a TOML file -> validated cells, each with a stable id.
+
+A spec has a ``[run]`` table of fixed parameters and ``[[grid]]`` tables whose list-valued
+entries form a Cartesian product (several ``[[grid]]`` tables: the union of their products;
+an entry of a ``[[grid]]`` table overrides the same key of ``[run]`` for that table's cells)::
+
+    [run]
+    topology = "interp_ring"
+    n = 300
+    steps = 3000
+
+    [[grid]]
+    alpha = [0.0, 0.5, 0.9]
+    seed = [0, 1]
+
+Cell parameters are flat: the run parameters of :func:`fastgt.run` (algorithm, problem, noise,
+sigma2, d, stepsize, steps, record_every, seed), the topology family and its parameters (the
+random-graph seed is ``graph_seed``) and the problem's scalar parameters (its seed is
+``problem_seed``). Every mistake (unknown key, wrong type or range, a parameter that does not
+apply to a cell's topology or problem, an empty list) is a one-line :class:`FastGTError` naming
+the file line and the allowed values, raised before anything runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from .algorithms import ALGORITHMS
+from .errors import FastGTError, bad, check_choice, check_float, check_int
+from .problems import NOISES, PROBLEMS, problem_params
+from .runner import run as _run
+from .topology import FAMILIES, family_params
+
+#: bump when the same parameters give different numbers (changes every cell id)
+NUMERICS_VERSION = 1
+
+#: families that need arrays (edge lists, matrices) cannot come from a grid file
+GRID_FAMILIES = tuple(k for k in FAMILIES if k not in ("from_edges", "from_matrix"))
+#: family / problem argument ``seed`` is renamed in grid files (the run has its own ``seed``)
+TOPO_RENAME = {"seed": "graph_seed"}
+PROBLEM_RENAME = {"seed": "problem_seed"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """Type (int, float, str or bool) of a grid parameter and its value check."""
+
+    kind: type
+    check: object = None  # callable(name, value) raising FastGTError, or None
+
+    def validate(self, name: str, value):
+        """The canonical value (floats as float), or FastGTError naming what is allowed."""
+        ok = isinstance(value, self.kind) and not (self.kind is not bool and isinstance(value, bool))
+        if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value, ok = float(value), True
+        if not ok:
+            raise bad(name, value, {int: "an integer", float: "a number", str: "a string",
+                                    bool: "true or false"}[self.kind])
+        if self.check is not None:
+            self.check(name, value)
+        return value
+
+
+def _choice(choices):
+    return Param(str, lambda name, v: check_choice(name, v, choices))
+
+
+def _int(lo, hi=None):
+    return Param(int, partial(check_int, lo=lo, hi=hi))
+
+
+def _float(lo=None, hi=None, lo_open=False, hi_open=False):
+    return Param(float, partial(check_float, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open))
+
+
+RUN_PARAMS = {
+    "algorithm": _choice(tuple(ALGORITHMS)),
+    "topology": _choice(GRID_FAMILIES),
+    "problem": _choice(tuple(PROBLEMS)),
+    "noise": _choice(tuple(NOISES)),
+    "sigma2": _float(0.0),
+    "d": _int(1),
+    "stepsize": _float(0.0, lo_open=True),
+    "steps": _int(0),
+    "record_every": _int(1),
+    "seed": _int(0, 2**63 - 1),
+}
+TOPOLOGY_PARAMS = {
+    "n": _int(2),
+    "self_weight": _float(0.0, 1.0, hi_open=True),
+    "alpha": _float(0.0, 1.0),
+    "rows": _int(1),
+    "cols": _int(1),
+    "prob": _float(0.0, 1.0, lo_open=True),
+    "radius": _float(0.0, lo_open=True),
+    "graph_seed": _int(0),
+    "weights": _choice(("metropolis", "max_degree")),
+    "lazy": Param(bool),
+}
+PROBLEM_PARAMS = {
+    "zeta": _float(0.0),
+    "L": _float(0.0, lo_open=True),
+    "mu": _float(0.0, lo_open=True),
+    "problem_seed": _int(0),
+}
+#: every parameter a grid file may set, with its type: the declared columns of the results
+#: (a new family or problem parameter needs an entry above; a test checks that)
+PARAMS = {**RUN_PARAMS, **TOPOLOGY_PARAMS, **PROBLEM_PARAMS}
+#: defaults of the run parameters (those of fastgt.run); topology is required
+RUN_DEFAULTS = {k: p.default for k, p in inspect.signature(_run).parameters.items()
+                if k in RUN_PARAMS and k != "topology"}
+
+
+def topology_params(name: str) -> dict:
+    """Grid names of the parameters of topology family ``name`` -> default (empty if required)."""
+    return {TOPO_RENAME.get(k, k): v for k, v in family_params(name).items()}
+
+
+def problem_grid_params(name: str) -> dict:
+    """Grid names of the scalar parameters of problem ``name`` -> default (arrays excluded)."""
+    return {PROBLEM_RENAME.get(k, k): v for k, v in problem_params(name).items()
+            if isinstance(v, (int, float, str, bool))}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One simulation of a sweep: complete canonical parameters and their stable id."""
+
+    id: str
+    params: dict = field(hash=False)
+
+
+def canonical(params: dict) -> dict:
+    """Complete a cell's flat parameters with defaults; check that each one applies.
+
+    Raises FastGTError naming the first parameter that does not apply to the cell's
+    topology or problem, or a required one that is missing.
+    """
+    if "topology" not in params:
+        raise _keyed("topology", f"topology is required: allowed {', '.join(GRID_FAMILIES)}")
+    out = {**RUN_DEFAULTS, **{k: v for k, v in params.items() if k in RUN_PARAMS}}
+    topo = topology_params(out["topology"])
+    prob = problem_grid_params(out["problem"])
+    for key, val in params.items():
+        if key in RUN_PARAMS:
+            continue
+        if key in topo or key in prob:
+            out[key] = val
+        else:
+            raise _keyed(key, _not_applicable(key, out["topology"], out["problem"], topo, prob))
+    for key, default in {**topo, **prob}.items():
+        if key not in out:
+            if default is inspect.Parameter.empty:
+                raise _keyed("topology", f"topology {out['topology']!r} needs {key}")
+            if default is not None:
+                out[key] = default
+    return out
+
+
+def _not_applicable(key, topo_name, prob_name, topo, prob) -> str:
+    if key in PROBLEM_PARAMS:
+        return (f"{key} does not apply to problem {prob_name!r}: allowed "
+                f"{', '.join(prob) or 'no parameters'}")
+    return f"{key} does not apply to topology {topo_name!r}: allowed {', '.join(topo)}"
+
+
+def _keyed(key: str, msg: str) -> FastGTError:
+    err = FastGTError(msg)
+    err.key = key
+    return err
+
+
+def cell_id(params: dict) -> str:
+    """16 hex digits of sha256 over the canonical parameters (sorted JSON) and NUMERICS_VERSION."""
+    blob = json.dumps({"numerics": NUMERICS_VERSION, "params": params}, sort_keys=True,
+                      separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def make_cell(params: dict) -> Cell:
+    """A Cell from (possibly partial) flat parameters, validated and completed with defaults.
+
+    Errors are FastGTError with attribute ``key``: the parameter at fault.
+    """
+    typed = {}
+    for key, val in params.items():
+        try:
+            if key not in PARAMS:
+                raise _unknown(key)
+            typed[key] = PARAMS[key].validate(key, val)
+        except FastGTError as err:
+            err.key = key
+            raise
+    full = canonical(typed)
+    return Cell(cell_id(full), full)
+
+
+def _unknown(key: str) -> FastGTError:
+    return FastGTError(f"unknown key {key!r}: allowed {', '.join(PARAMS)}")
+
+
+# --------------------------------------------------------------------------- spec files
+
+
+@dataclass
+class GridSpec:
+    """A parsed spec: fixed ``run`` parameters, ``grids`` (list of tables), and where each key
+    was set (``where[(table, key)]``, table = "run" or the grid index) for error messages."""
+
+    run: dict
+    grids: list
+    where: dict
+    source: str = "<spec>"
+
+    def cells(self) -> list[Cell]:
+        """Validated cells (the union of every grid's product), duplicates removed, in order."""
+        seen: dict[str, Cell] = {}
+        for g, table in enumerate(self.grids or [{}]):
+            axes = [(k, v if isinstance(v, list) else [v]) for k, v in table.items()]
+            for combo in itertools.product(*(vals for _, vals in axes)):
+                params = {**self.run, **{k: v for (k, _), v in zip(axes, combo)}}
+                cell = self._cell(params, g)
+                seen.setdefault(cell.id, cell)
+        return list(seen.values())
+
+    def _cell(self, params: dict, g: int) -> Cell:
+        try:
+            return make_cell(params)
+        except FastGTError as err:
+            raise FastGTError(f"{self._loc(err.key, g)}: {err}") from None
+
+    def _loc(self, key: str, g: int | None) -> str:
+        return _location(self.source, self.where.get((g, key)) or self.where.get(("run", key)))
+
+    def to_toml(self) -> str:
+        """The spec as TOML (what ``fastgt grid`` keeps as DIR/grid.toml)."""
+        parts = ["[run]"] + [f"{k} = {_toml_value(v)}" for k, v in self.run.items()]
+        for table in self.grids:
+            parts += ["", "[[grid]]"] + [f"{k} = {_toml_value(v)}" for k, v in table.items()]
+        return "\n".join(parts) + "\n"
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    return repr(v)
+
+
+def parse_spec(text: str, source: str = "<spec>", sets=(), params=()) -> GridSpec:
+    """Parse and type-check a spec; ``sets`` ("key=value") fix a parameter in every cell,
+    ``params`` ("key=v1,v2") make it a grid axis of every ``[[grid]]`` table. Both override
+    the file."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise FastGTError(f"{source}: invalid TOML: {err}") from None
+    lines = _key_lines(text)
+    spec = GridSpec({}, [], {}, source)
+    for top, val in data.items():
+        if top == "run" and isinstance(val, dict):
+            spec.run = _table(val, "run", lines, spec)
+        elif top == "grid" and isinstance(val, list) and all(isinstance(t, dict) for t in val):
+            spec.grids = [_table(t, g, lines, spec) for g, t in enumerate(val)]
+        else:
+            where = lines.get((None, top)) or lines.get(("table", top))
+            raise FastGTError(f"{_location(source, where)}: unknown key {top!r}: allowed a "
+                              "[run] table and [[grid]] tables")
+    for opt in sets:
+        key, val = _split_option("--set", opt)
+        spec.run[key] = _typed(key, literal(val), "run", spec, f"--set {opt}")
+        for table in spec.grids:
+            table.pop(key, None)
+    for opt in params:
+        key, val = _split_option("--param", opt)
+        spec.grids = spec.grids or [{}]
+        for g, table in enumerate(spec.grids):
+            table[key] = _typed(key, [literal(v) for v in val.split(",")], g, spec,
+                                f"--param {opt}")
+        spec.run.pop(key, None)
+    if not spec.run and not spec.grids:
+        raise FastGTError(f"{source}: no cells: give a [run] table and/or [[grid]] tables")
+    return spec
+
+
+def load_spec(path, sets=(), params=()) -> GridSpec:
+    """Read a spec file (see :func:`parse_spec`)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as err:
+        raise FastGTError(f"spec file {str(p)!r} cannot be read: {err.strerror}") from None
+    return parse_spec(text, p.name, sets, params)
+
+
+def _location(source: str, where: str | None) -> str:
+    """"spec.toml line 7", "--set alpha=2" (command line options), or just the file."""
+    if not where:
+        return source
+    return where if where.startswith("--") else f"{source} {where}"
+
+
+def _split_option(flag: str, opt: str) -> tuple[str, str]:
+    key, eq, val = opt.partition("=")
+    if not eq or not key.strip() or not val.strip():
+        raise bad(flag, opt, "key=value (e.g. --set stepsize=0.005, --param alpha=0.1,0.2)")
+    return key.strip(), val.strip()
+
+
+def literal(text: str):
+    """A TOML literal (0.5, 3, true, "x"), else the bare text as a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _table(table: dict, name, lines: dict, spec: GridSpec) -> dict:
+    return {key: _typed(key, val, name, spec, lines.get((name, key))) for key, val in table.items()}
+
+
+def _typed(key: str, val, table, spec: GridSpec, where: str | None):
+    """Type-check one entry (a list only in grid tables, never empty); record where it was set."""
+    spec.where[(table, key)] = where
+    try:
+        if key not in PARAMS:
+            raise _unknown(key)
+        if isinstance(val, list):
+            if table == "run":
+                raise FastGTError(f"{key} is a list in [run]: lists go in [[grid]] tables "
+                                  "(or use --param)")
+            if not val:
+                raise FastGTError(f"{key} = [] is an empty grid: give at least one value")
+            return [PARAMS[key].validate(key, v) for v in val]
+        if isinstance(val, dict):
+            raise bad(key, val, f"a single value or a list of {PARAMS[key].kind.__name__}")
+        return PARAMS[key].validate(key, val)
+    except FastGTError as err:
+        raise FastGTError(f"{_location(spec.source, where)}: {err}") from None
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"']+)\s*\]\]?")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"[^\"]*\"|'[^']*')\s*=")
+
+
+def _key_lines(text: str) -> dict:
+    """(table, key) -> "line N" for every ``key =`` line; table is "run", a grid index, or None
+    (top level). Headers are recorded as ("table", name)."""
+    out: dict = {}
+    table, grid_idx = None, -1
+    for no, line in enumerate(text.splitlines(), 1):
+        if m := _HEADER.match(line):
+            name = m.group(2).strip("\"'")
+            if m.group(1) == "[[" and name == "grid":
+                grid_idx += 1
+                table = grid_idx
+            else:
+                table = "run" if name == "run" else ("other", name)
+            out.setdefault(("table", name), f"line {no}")
+        elif m := _KEY.match(line):
+            out.setdefault((table, m.group(1).strip("\"'")), f"line {no}")
+    return out

@@ -1,0 +1,101 @@
+"""Figures of sweep results (matplotlib, Agg canvas: no display, no global pyplot state).
+
+Each function returns a ``matplotlib.figure.Figure``; ``fig.savefig("x.png")`` writes it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from .analysis import aggregate, parameter_columns
+from .errors import FastGTError
+
+
+def _figure():
+    fig = Figure(figsize=(6.4, 4.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
+
+
+def _check_columns(df: pd.DataFrame, *cols) -> None:
+    for c in cols:
+        if c is not None and c not in df.columns:
+            raise FastGTError(f"column {c!r} is not in the results: allowed "
+                              f"{', '.join(df.columns)}")
+
+
+def _wide_positive(values) -> bool:
+    v = pd.to_numeric(pd.Series(values), errors="coerce").dropna()
+    return bool(len(v)) and (v > 0).all() and v.max() >= 10 * v.min()
+
+
+def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None = None,
+            logx: bool | None = None, logy: bool = True, level: float = 0.95) -> Figure:
+    """Mean of ``y`` over seeds (error bars: the ``level`` t-interval) against ``x``, one line
+    per value of ``hue``. Parameters besides x, hue and seed that vary are averaged too
+    (named in the title). logx=None: log scale when x > 0 spans a factor 10 or more."""
+    _check_columns(cells, x, y, hue)
+    by = [x] + ([hue] if hue else [])
+    others = [c for c in parameter_columns(cells)
+              if c not in (*by, "seed") and cells[c].nunique(dropna=False) > 1]
+    agg = aggregate(cells, values=[y], by=by, level=level)
+    if agg.empty:
+        raise FastGTError(f"no cell with status ok has a value of {y!r}")
+    fig, ax = _figure()
+    for key, g in (agg.groupby(hue, dropna=False, sort=True) if hue else [(None, agg)]):
+        g = g.sort_values(x)
+        m = g[f"{y}_mean"].to_numpy()
+        err = np.vstack([m - g[f"{y}_ci_low"].to_numpy(), g[f"{y}_ci_high"].to_numpy() - m])
+        ax.errorbar(g[x].to_numpy(), m, yerr=np.nan_to_num(err), marker="o", capsize=3,
+                    label=None if hue is None else f"{key}")
+    ax.set_xscale("log" if (_wide_positive(agg[x]) if logx is None else logx) else "linear")
+    ax.set_yscale("log" if logy else "linear")
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    title = "one cell per point" if "seed" in by else f"mean over seeds, {level:.0%} CI"
+    if others:
+        title += "; also averaged over " + ", ".join(others)
+    ax.set_title(title, fontsize=9)
+    if hue:
+        ax.legend(title=hue, fontsize=8)
+    return fig
+
+
+def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
+           logx: bool = False, logy: bool = True) -> Figure:
+    """Every trace of ``y`` against the step, coloured by ``hue`` (a colour bar for numeric
+    parameters, a legend otherwise)."""
+    _check_columns(traces, "id", "step", y, hue)
+    fig, ax = _figure()
+    keys = traces[hue] if hue else pd.Series(0, index=traces.index)
+    numeric = hue is not None and pd.api.types.is_numeric_dtype(keys) and keys.nunique() > 1
+    if numeric:
+        from matplotlib import colormaps
+        from matplotlib.colors import Normalize
+
+        norm = Normalize(keys.min(), keys.max())
+        cmap = colormaps["viridis"]
+    else:
+        palette = {k: f"C{i % 10}" for i, k in enumerate(sorted(keys.unique(), key=str))}
+    labelled = set()
+    for cell_id, g in traces.groupby("id", sort=True):
+        g = g.sort_values("step")
+        key = keys.loc[g.index[0]]
+        color = cmap(norm(key)) if numeric else palette[key]
+        label = None if numeric or hue is None or key in labelled else f"{key}"
+        labelled.add(key)
+        ax.plot(g["step"], g[y], color=color, lw=1, alpha=0.8, label=label)
+    ax.set_xscale("log" if logx else "linear")
+    ax.set_yscale("log" if logy else "linear")
+    ax.set_xlabel("step")
+    ax.set_ylabel(y)
+    if numeric:
+        from matplotlib.cm import ScalarMappable
+
+        fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label=hue)
+    elif hue:
+        ax.legend(title=hue, fontsize=8)
+    return fig

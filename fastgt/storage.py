@@ -1,0 +1,302 @@
+"""Sweep results on disk (a local path or any fsspec URI: s3://..., memory://...).
+
+Layout of an output directory DIR::
+
+    DIR/grid.toml               the spec of the last ``fastgt grid`` run on DIR
+    DIR/cells/<id>.parquet      one row per cell: parameters, spectrum, plateaus, status, timings
+    DIR/traces/<id>.parquet     the cell's trace rows (step, metrics) with its id and parameters
+    DIR/claims/<id>             a cell being computed: {"pid", "host", ...} of the sweep doing it
+
+Every file is written under a temporary name starting with "." and renamed into place, so
+readers (which skip names starting with "." or "_", as pyarrow does) never see a partial
+file; the trace is written before the cell row, so a cell file means a finished cell.
+Schemas are declared (:data:`CELL_SCHEMA`, :data:`TRACE_SCHEMA`); columns a file has beyond
+them (e.g. parameters of a newer topology family) are appended, and :func:`load` unifies the
+schemas of all files. The footer's key-value metadata ``fastgt`` holds the provenance (JSON):
+versions, host, start time, the cell's full parameters and the sweep's settings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import socket
+import time
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from .cellrun import THEORY_KEYS, process_start
+from .errors import FastGTError
+from .grid import PARAMS
+from .runner import METRICS
+
+_ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
+_PARAM_FIELDS = [pa.field(k, _ARROW[p.kind]) for k, p in PARAMS.items()]
+_F64 = pa.float64()
+
+#: declared columns of DIR/cells/*.parquet (extra columns of a file are appended)
+CELL_SCHEMA = pa.schema(
+    [pa.field("id", pa.string()), pa.field("status", pa.string()), *_PARAM_FIELDS]
+    + [pa.field(k, _F64) for k in ("lambda2", "lambda_n", "p", "c")]
+    + [pa.field(m, _F64) for m in METRICS]
+    + [pa.field(f"final_{m}", _F64) for m in METRICS]
+    + [pa.field(k, _F64) for k in THEORY_KEYS]
+    + [pa.field("diverged_step", pa.int64()), pa.field("steps_done", pa.int64()),
+       pa.field("wall_time", _F64), pa.field("loop_time", _F64), pa.field("steps_per_s", _F64),
+       pa.field("threads", pa.int64()), pa.field("error", pa.string())])
+#: declared columns of DIR/traces/*.parquet
+TRACE_SCHEMA = pa.schema([pa.field("id", pa.string()), *_PARAM_FIELDS,
+                          pa.field("step", pa.int64()), *[pa.field(m, _F64) for m in METRICS]])
+META_KEY = "fastgt"
+SUBDIRS = ("cells", "traces", "claims")
+
+
+def _filesystem(out):
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(str(out))
+    return fs, root.rstrip("/") or "/"
+
+
+def _visible(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    return base.endswith(".parquet") and not base.startswith((".", "_"))
+
+
+class Store:
+    """One output directory: atomic result writes, claims for concurrent sweeps, resume."""
+
+    def __init__(self, out, create: bool = True):
+        self.fs, self.root = _filesystem(out)
+        self.local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple)
+                                else (self.fs.protocol,))
+        for sub in SUBDIRS if create else ():
+            self.fs.makedirs(f"{self.root}/{sub}", exist_ok=True)
+        self.held: set[str] = set()
+        self.me = {"pid": os.getpid(), "host": socket.gethostname(),
+                   "pid_start": process_start(os.getpid())}
+
+    def path(self, sub: str, cell_id: str) -> str:
+        return f"{self.root}/{sub}/{cell_id}" + ("" if sub == "claims" else ".parquet")
+
+    # ---------------------------------------------------------------- results
+
+    def ids(self, sub: str = "cells") -> set[str]:
+        """Ids of the finished cells (files in place, temporaries ignored)."""
+        return {n.rsplit("/", 1)[-1][:-8] for n in self._ls(sub) if _visible(n)}
+
+    def exists(self, cell_id: str) -> bool:
+        return self.fs.exists(self.path("cells", cell_id))
+
+    def write(self, cell_id: str, params: dict, row: dict, trace: pd.DataFrame | None,
+              meta: dict) -> None:
+        """Write the trace (if any), then the cell row, each atomically."""
+        meta = {**meta, "params": params}
+        if trace is not None:
+            cols = {"id": [cell_id] * len(trace),
+                    **{k: [v] * len(trace) for k, v in params.items()},
+                    **{c: trace[c].to_numpy() for c in trace.columns}}
+            self._put("traces", cell_id, _table(cols, len(trace), TRACE_SCHEMA, meta))
+        cols = {k: [v] for k, v in {"id": cell_id, **params, **row}.items()}
+        self._put("cells", cell_id, _table(cols, 1, CELL_SCHEMA, meta))
+
+    def _put(self, sub: str, cell_id: str, table: pa.Table) -> None:
+        tmp = f"{self.root}/{sub}/.{cell_id}.{secrets.token_hex(4)}.tmp"
+        try:
+            with self.fs.open(tmp, "wb") as f:
+                pq.write_table(table, f)
+            self.fs.mv(tmp, self.path(sub, cell_id))
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.rm(tmp)
+            raise
+
+    def put_text(self, name: str, text: str) -> None:
+        """Write DIR/<name> atomically (used for grid.toml)."""
+        tmp = f"{self.root}/.{name}.{secrets.token_hex(4)}.tmp"
+        with self.fs.open(tmp, "wb") as f:
+            f.write(text.encode())
+        self.fs.mv(tmp, f"{self.root}/{name}")
+
+    def get_text(self, name: str) -> str | None:
+        try:
+            return self.fs.cat_file(f"{self.root}/{name}").decode()
+        except FileNotFoundError:
+            return None
+
+    def provenance(self, cell_id: str) -> dict:
+        """The footer metadata of a cell file (versions, host, times, parameters, sweep)."""
+        with self.fs.open(self.path("cells", cell_id), "rb") as f:
+            meta = pq.read_schema(f).metadata or {}
+        return json.loads(meta.get(META_KEY.encode(), b"{}"))
+
+    def remove_stale_temporaries(self) -> int:
+        """Delete temporaries of cells nobody computes any more (left by a killed sweep)."""
+        removed = 0
+        for sub in ("cells", "traces"):
+            for name in self._ls(sub):
+                base = name.rsplit("/", 1)[-1]
+                if not (base.startswith(".") and base.endswith(".tmp")):
+                    continue
+                claim = self.read_claim(base[1:].split(".", 1)[0])
+                if claim is None or self.stale(claim):
+                    with contextlib.suppress(FileNotFoundError):
+                        self.fs.rm(name)
+                        removed += 1
+        return removed
+
+    def _ls(self, sub: str) -> list[str]:
+        try:
+            return self.fs.ls(f"{self.root}/{sub}", detail=False)
+        except FileNotFoundError:
+            return []
+
+    def read(self, sub: str = "cells", columns=None) -> pd.DataFrame:
+        """All finished files of DIR/<sub> as one DataFrame, schemas unified (none dropped)."""
+        files = sorted(n for n in self._ls(sub) if _visible(n))
+        declared = CELL_SCHEMA if sub == "cells" else TRACE_SCHEMA
+        if not files:
+            return declared.empty_table().to_pandas()
+        frags = pads.dataset(files, filesystem=self.fs, format="parquet").get_fragments()
+        schema = pa.unify_schemas([declared] + [f.physical_schema for f in frags],
+                                  promote_options="permissive")
+        missing = [c for c in columns or () if c not in schema.names]
+        if missing:
+            raise FastGTError(f"column {missing[0]!r} is not in {sub}: allowed "
+                              f"{', '.join(schema.names)}")
+        table = pads.dataset(files, schema=schema.remove_metadata(), filesystem=self.fs,
+                             format="parquet").to_table(columns=columns)
+        return table.to_pandas()
+
+    # ---------------------------------------------------------------- claims
+
+    def claim(self, cell_id: str) -> bool:
+        """Take the cell for this process; False if a live sweep holds it.
+
+        A claim is created exclusively (O_EXCL on local disks). A claim of a dead process on
+        this host is stale and taken over, under a lock so that two reruns cannot both win.
+        """
+        path = self.path("claims", cell_id)
+        if self._create(path):
+            self.held.add(cell_id)
+            return True
+        info = self.read_claim(cell_id)
+        if info is not None and not self.stale(info):
+            return False
+        with self._reclaim_lock():
+            if self.read_claim(cell_id) != info:
+                return False
+            if info is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    self.fs.rm(path)
+            if self._create(path):
+                self.held.add(cell_id)
+                return True
+        return False
+
+    def release(self, cell_id: str) -> None:
+        if cell_id in self.held:
+            self.held.discard(cell_id)
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.rm(self.path("claims", cell_id))
+
+    def release_all(self) -> None:
+        for cell_id in list(self.held):
+            self.release(cell_id)
+
+    def read_claim(self, cell_id: str, retry: bool = True) -> dict | None:
+        """The claim's content; None if there is no claim; {} if unreadable (a crash between
+        creating and filling it: re-read once after a pause, the writer may be mid-way)."""
+        try:
+            info = json.loads(self.fs.cat_file(self.path("claims", cell_id)) or b"null")
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            info = None
+        if isinstance(info, dict):
+            return info
+        if retry:
+            time.sleep(0.2)
+            return self.read_claim(cell_id, retry=False)
+        return {}
+
+    def stale(self, info: dict) -> bool:
+        """A claim whose process is gone: same host, and its pid is dead or reused."""
+        if not info:
+            return True
+        return info.get("host") == self.me["host"] and (
+            process_start(info.get("pid", -1)) != info.get("pid_start"))
+
+    def claims(self) -> dict[str, dict]:
+        """Every claim: id -> content."""
+        out = {}
+        for name in self._ls("claims"):
+            base = name.rsplit("/", 1)[-1]
+            if not base.startswith("."):
+                out[base] = self.read_claim(base) or {}
+        return out
+
+    def _create(self, path: str) -> bool:
+        payload = json.dumps({**self.me, "time": time.time()}).encode()
+        try:
+            with self.fs.open(path, "xb") as f:
+                f.write(payload)
+            return True
+        except FileExistsError:
+            return False
+        except (ValueError, NotImplementedError):  # no exclusive create: write, then check
+            if self.fs.exists(path):
+                return False
+            with self.fs.open(path, "wb") as f:
+                f.write(payload)
+            time.sleep(0.5)
+            return self.fs.cat_file(path) == payload
+
+    @contextlib.contextmanager
+    def _reclaim_lock(self):
+        if not self.local:
+            yield
+            return
+        import fcntl
+
+        with open(f"{self.root}/claims/.lock", "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _table(cols: dict, nrows: int, declared: pa.Schema, meta: dict) -> pa.Table:
+    """Declared columns in order (missing ones null), then any extra columns."""
+    arrays, fields = [], []
+    for f in declared:
+        vals = cols.get(f.name)
+        arrays.append(pa.array([None] * nrows if vals is None else vals, type=f.type))
+        fields.append(f)
+    for name in sorted(set(cols) - set(declared.names)):
+        arr = pa.array(cols[name])
+        arrays.append(arr)
+        fields.append(pa.field(name, arr.type))
+    schema = pa.schema(fields, metadata={META_KEY: json.dumps(meta, default=str)})
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def exists(out) -> bool:
+    """Whether the output directory (path or URI) exists."""
+    fs, root = _filesystem(out)
+    return fs.exists(root)
+
+
+def load(out, traces: bool = True) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """(cells, traces) DataFrames of a sweep directory or URI (traces None if not wanted)."""
+    store = Store(out, create=False)
+    return store.read("cells"), (store.read("traces") if traces else None)

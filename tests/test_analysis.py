@@ -1,0 +1,125 @@
+"""Analysis helpers (exact values) and the plot command on a hand-made results directory."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from fastgt import METRICS
+from fastgt.analysis import aggregate, loglog_slope, plateau
+from fastgt.cli_sweep import plot as plot_cmd
+from fastgt.grid import make_cell
+from fastgt.storage import Store, load
+
+T_975_3 = 3.182446305284263  # 97.5% quantile of Student's t with 3 degrees of freedom (tables)
+
+
+def _cells_frame():
+    rows = []
+    for n, vals in ((8, [1.0, 2.0, 3.0, 6.0]), (16, [2.0, 2.0, 2.0, 2.0])):
+        for seed, v in enumerate(vals):
+            rows.append({"id": f"{n}-{seed}", "status": "ok", "topology": "ring", "n": n,
+                         "seed": seed, "loss_nodes": v})
+    rows.append({"id": "x", "status": "diverged", "topology": "ring", "n": 8, "seed": 9,
+                 "loss_nodes": math.nan})
+    return pd.DataFrame(rows)
+
+
+def test_aggregate_mean_and_t_interval_over_seeds():
+    agg = aggregate(_cells_frame(), values="loss_nodes").set_index("n")
+    assert list(agg.index) == [8, 16]
+    a = agg.loc[8]
+    assert a["cells"] == 4 and a["loss_nodes_count"] == 4  # the diverged cell is left out
+    assert a["loss_nodes_mean"] == pytest.approx(3.0)
+    sd = math.sqrt(((1 - 3) ** 2 + (2 - 3) ** 2 + 0 + (6 - 3) ** 2) / 3)
+    assert a["loss_nodes_std"] == pytest.approx(sd)
+    half = T_975_3 * sd / 2
+    assert a["loss_nodes_ci_low"] == pytest.approx(3 - half, rel=1e-12)
+    assert a["loss_nodes_ci_high"] == pytest.approx(3 + half, rel=1e-12)
+    b = agg.loc[16]
+    assert b["loss_nodes_ci_low"] == b["loss_nodes_ci_high"] == 2.0
+    one = aggregate(_cells_frame().iloc[:1], values=["loss_nodes"])
+    assert np.isnan(one.loc[0, "loss_nodes_ci_low"])  # one seed: no interval
+    everything = aggregate(_cells_frame(), values="loss_nodes", status=None, by="topology")
+    assert everything.loc[0, "cells"] == 9 and everything.loc[0, "loss_nodes_count"] == 8
+
+
+def test_plateau_is_the_tail_mean():
+    trace = pd.DataFrame({"step": np.arange(0, 1001, 100), "loss_nodes": np.arange(11.0)})
+    assert plateau(trace) == pytest.approx(np.mean([5, 6, 7, 8, 9, 10]))
+    assert plateau(trace, tail=0.2) == pytest.approx(9.0)
+    two = pd.concat([trace.assign(id="a"), trace.assign(id="b", loss_nodes=2 * trace.loss_nodes)])
+    got = plateau(two)
+    assert got.to_dict() == pytest.approx({"a": 7.5, "b": 15.0})
+    with pytest.raises(ValueError, match="tail"):
+        plateau(trace, tail=0)
+
+
+def test_loglog_slope_recovers_power_laws():
+    x = np.array([1.0, 2.0, 5.0, 10.0, 100.0])
+    df = pd.DataFrame({"x": np.concatenate([x, x]), "y": np.concatenate([3 * x**-1.5, 0.5 * x**2]),
+                       "g": ["a"] * 5 + ["b"] * 5})
+    fit = loglog_slope(df[df.g == "a"], "x", "y")
+    assert fit["slope"] == pytest.approx(-1.5) and fit["intercept"] == pytest.approx(math.log(3))
+    assert fit["r2"] == pytest.approx(1.0) and fit["points"] == 5
+    by = loglog_slope(df, "x", "y", by="g")
+    assert by["slope"].to_dict() == pytest.approx({"a": -1.5, "b": 2.0})
+    noisy = df[df.g == "a"].assign(y=lambda d: d.y * np.array([1.1, 0.9, 1.0, 1.1, 0.9]))
+    assert 0.9 < loglog_slope(noisy, "x", "y")["r2"] < 1.0
+    bad = pd.DataFrame({"x": [1.0, -1.0, 2.0], "y": [1.0, 1.0, 0.0]})  # only one usable point
+    assert math.isnan(loglog_slope(bad, "x", "y")["slope"])
+
+
+@pytest.fixture
+def results(tmp_path):
+    """A results directory written by hand: 2 algorithms x 3 sizes x 2 seeds."""
+    store = Store(tmp_path)
+    steps = np.arange(0, 1001, 100)
+    for alg in ("gt", "dsgd"):
+        for n in (8, 16, 32):
+            for seed in (0, 1):
+                cell = make_cell({"topology": "ring", "n": n, "algorithm": alg, "seed": seed})
+                level = (1.0 if alg == "gt" else 3.0) / n * (1 + 0.1 * seed)
+                curve = level + np.exp(-steps / 200.0)
+                trace = pd.DataFrame({"step": steps, **{m: curve for m in METRICS}})
+                row = {"status": "ok", **{m: level for m in METRICS}}
+                store.write(cell.id, cell.params, row, trace, {})
+    return tmp_path
+
+
+@pytest.mark.parametrize("args,suffix,magic", [
+    (["--x", "n", "--hue", "algorithm"], "png", b"\x89PNG"),
+    (["--x", "n", "--where", "algorithm=gt", "--logx"], "pdf", b"%PDF"),
+    (["--curves", "--hue", "n", "--y", "consensus"], "png", b"\x89PNG"),
+    (["--curves", "--hue", "algorithm"], "svg", b"<?xml"),
+])
+def test_plot_command_writes_figures(results, tmp_path, args, suffix, magic):
+    out = tmp_path / "figs" / f"fig.{suffix}"
+    res = CliRunner().invoke(plot_cmd, [str(results), *args, "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes().startswith(magic) and out.stat().st_size > 1000
+
+
+def test_plot_data_are_the_seed_means(results):
+    from fastgt.plots import summary
+
+    cells, _ = load(results)
+    fig = summary(cells, x="n", y="loss_nodes", hue="algorithm")
+    lines = {c.get_label(): c.lines[0] for c in fig.axes[0].containers}  # errorbar containers
+    for alg, c in (("gt", 1.0), ("dsgd", 3.0)):
+        x, y = lines[alg].get_data()
+        np.testing.assert_allclose(np.asarray(x, float), [8, 16, 32])
+        np.testing.assert_allclose(y, c / np.array([8, 16, 32]) * 1.05)  # mean of 1.0x, 1.1x
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--x", "nope"], "column 'nope' is not in the results"),
+    (["--x", "n", "--where", "n=5"], "no results to plot"),
+    (["--x", "n", "--where", "size=5"], "'size' is not a column"),
+    ([], "allowed a parameter name"),
+])
+def test_plot_errors(results, tmp_path, args, fragment):
+    res = CliRunner().invoke(plot_cmd, [str(results), *args, "-o", str(tmp_path / "f.png")])
+    assert res.exit_code == 2 and fragment in res.output

@@ -1,0 +1,70 @@
+"""The Dask executor on a real LocalCluster bound to 127.0.0.1 (results to memory://)."""
+
+import os
+import sys
+import uuid
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import fastgt
+from fastgt.cli_sweep import grid as grid_cmd
+from fastgt.errors import FastGTError
+from fastgt.executors import DaskBackend
+from fastgt.grid import load_spec
+from fastgt.storage import Store, load
+
+pytest.importorskip("dask.distributed")
+
+
+def test_grid_on_a_local_dask_cluster(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[run]\ntopology = "ring"\nn = 30\nd = 4\nsteps = 2000\nrecord_every = 500\n'
+                    "\n[[grid]]\nseed = [0, 1, 2]\n")
+    out = f"memory://dask-{uuid.uuid4().hex}"
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", out, "--executor", "dask",
+                                        "--scheduler", "local", "--workers", "2", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "3 cells: 3 ok" in res.output
+    cells, traces = load(out)
+    assert sorted(cells.id) == sorted(c.id for c in load_spec(spec).cells())
+    assert (cells.threads == 1).all()
+    store = Store(out, create=False)
+    assert {store.provenance(i)["pid"] for i in cells.id}.isdisjoint({os.getpid()})
+    for row in cells.itertuples():
+        ref = fastgt.run(algorithm="gt", topology=fastgt.topology("ring", n=30), d=4,
+                         steps=2000, record_every=500, seed=row.seed)
+        np.testing.assert_array_equal(row.loss_nodes, ref.summary["loss_nodes"])
+        tr = traces[traces.id == row.id].sort_values("step")
+        np.testing.assert_array_equal(tr.consensus.to_numpy(), ref.trace.consensus.to_numpy())
+    assert "NUMBA_NUM_THREADS" not in os.environ or os.environ["NUMBA_NUM_THREADS"] != "1"
+
+
+def test_local_cluster_is_loopback_only_with_enforced_threads():
+    before = dict(os.environ)
+    backend = DaskBackend("local", workers=1, threads=1)
+    try:
+        assert backend.client.scheduler.address.startswith("tcp://127.0.0.1:")
+        assert all(a.startswith("tcp://127.0.0.1:") for a in backend.client.nthreads())
+        assert list(backend.client.nthreads().values()) == [1]
+        # the scheduler's HTTP endpoint (no bokeh dashboard is asked for) listens on loopback
+        socks = backend.cluster.scheduler.http_server._sockets.values()
+        assert socks and all(s.getsockname()[0] == "127.0.0.1" for s in socks)
+
+        def threads():
+            import numba
+
+            return os.environ["NUMBA_NUM_THREADS"], numba.config.NUMBA_NUM_THREADS
+
+        assert list(backend.client.run(threads).values()) == [("1", 1)]
+    finally:
+        backend.close()
+    assert {k: os.environ.get(k) for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")} == {
+        k: before.get(k) for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")}
+
+
+def test_missing_dask_gives_the_install_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask", None)
+    with pytest.raises(FastGTError, match=r"pip install 'fastgt\[dask\]'"):
+        DaskBackend("local", workers=1, threads=1)

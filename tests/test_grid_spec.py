@@ -1,0 +1,172 @@
+"""Grid specs: expansion into cells, stable ids, and one-line errors (CLI tested in-process)."""
+
+import hashlib
+import itertools
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from fastgt import grid as G
+from fastgt.cli_sweep import grid as grid_cmd
+from fastgt.errors import FastGTError
+
+BASE = """\
+[run]
+topology = "interp_ring"
+n = 20
+d = 4
+steps = 100
+
+[[grid]]
+alpha = [0.0, 0.5, 0.9]
+seed = [0, 1]
+algorithm = ["gt", "dsgd"]
+"""
+
+
+def test_product_of_list_entries():
+    cells = G.parse_spec(BASE).cells()
+    expected = {(a, s, alg) for a, s, alg in itertools.product([0.0, 0.5, 0.9], [0, 1],
+                                                                 ["gt", "dsgd"])}
+    got = {(c.params["alpha"], c.params["seed"], c.params["algorithm"]) for c in cells}
+    assert got == expected and len(cells) == 12
+    assert all(c.params["n"] == 20 and c.params["topology"] == "interp_ring" for c in cells)
+
+
+def test_several_grids_are_a_union_and_override_run():
+    text = BASE + '\n[[grid]]\ntopology = "ring"\nself_weight = [0.2, 0.5]\nseed = [0, 1]\n'
+    cells = G.parse_spec(text).cells()
+    rings = [c for c in cells if c.params["topology"] == "ring"]
+    assert len(cells) == 12 + 4 and len(rings) == 4
+    assert all("alpha" not in c.params for c in rings)
+    assert {c.params["self_weight"] for c in rings} == {0.2, 0.5}
+
+
+def test_union_removes_duplicate_cells():
+    text = BASE + "\n[[grid]]\nalpha = [0.5]\nseed = 1\n"  # already in the first table (gt)
+    assert len(G.parse_spec(text).cells()) == 12
+
+
+def test_defaults_complete_the_canonical_parameters():
+    (cell,) = G.parse_spec('[run]\ntopology = "ring"\nn = 8\n').cells()
+    assert cell.params == {"algorithm": "gt", "topology": "ring", "problem": "quadratic",
+                           "noise": "gaussian", "sigma2": 1.0, "d": 100, "stepsize": 0.01,
+                           "steps": 1000, "record_every": 100, "seed": 0, "n": 8,
+                           "self_weight": 1 / 3, "lazy": False}
+    (cell,) = G.parse_spec('[run]\ntopology = "erdos_renyi"\nn = 8\nprob = 0.5\n'
+                           'problem = "consensus"\nzeta = 2\n').cells()
+    assert cell.params["graph_seed"] == 0 and cell.params["weights"] == "metropolis"
+    assert cell.params["problem_seed"] == 0 and cell.params["zeta"] == 2.0
+
+
+def test_id_is_sha256_of_canonical_json_and_numerics_version(monkeypatch):
+    (cell,) = G.parse_spec('[run]\ntopology = "ring"\nn = 8\n').cells()
+    blob = json.dumps({"numerics": G.NUMERICS_VERSION, "params": cell.params}, sort_keys=True,
+                      separators=(",", ":"))
+    assert cell.id == hashlib.sha256(blob.encode()).hexdigest()[:16]
+    # order of keys, int vs float spelling and explicit defaults do not change the id
+    (same,) = G.parse_spec('[run]\nstepsize = 0.01\nn = 8\nself_weight = 0.3333333333333333\n'
+                           'topology = "ring"\nsigma2 = 1\n').cells()
+    assert same.id == cell.id
+    (other,) = G.parse_spec('[run]\ntopology = "ring"\nn = 8\nseed = 1\n').cells()
+    assert other.id != cell.id
+    monkeypatch.setattr(G, "NUMERICS_VERSION", G.NUMERICS_VERSION + 1)
+    assert G.make_cell(cell.params).id != cell.id
+
+
+def test_set_and_param_override_the_file():
+    spec = G.parse_spec(BASE, sets=["steps=50", "alpha=0.3"], params=["seed=5,6,7"])
+    cells = spec.cells()
+    assert len(cells) == 1 * 3 * 2
+    assert {c.params["alpha"] for c in cells} == {0.3}
+    assert {c.params["seed"] for c in cells} == {5, 6, 7}
+    assert {c.params["steps"] for c in cells} == {50}
+    # the kept spec reproduces the same cells
+    assert [c.id for c in G.parse_spec(spec.to_toml()).cells()] == [c.id for c in cells]
+
+
+def test_param_without_grid_tables_creates_one():
+    cells = G.parse_spec('[run]\ntopology = "ring"\nn = 8\n', params=["topology=ring,complete"]
+                         ).cells()
+    assert {c.params["topology"] for c in cells} == {"ring", "complete"}
+    assert all("self_weight" not in c.params for c in cells if c.params["topology"] == "complete")
+
+
+# every user mistake: (file text, options, fragments the one-line message must contain)
+ERRORS = [
+    ('[run]\ntopology = "ring"\nn = 8\nalpha = 0.5\n', [],
+     ["line 4", "alpha does not apply to topology 'ring'", "allowed n, self_weight, lazy"]),
+    ('[run]\ntopology = "ring"\nn = 8\n\n[[grid]]\nalhpa = [0.1]\n', [],
+     ["line 6", "unknown key 'alhpa'", "alpha"]),
+    ('[run]\ntopology = "ring"\nn = 8\n\n[[grid]]\nseed = []\n', [],
+     ["line 6", "empty grid"]),
+    ('[run]\ntopology = "ring"\nn = "many"\n', [], ["line 3", "n='many'", "an integer"]),
+    ('[run]\ntopology = "ring"\nn = 8\nstepsize = -1\n', [],
+     ["line 4", "stepsize=-1.0", "a number in (0, inf"]),
+    ('[run]\ntopology = "rnig"\nn = 8\n', [], ["line 2", "topology='rnig'", "'ring'"]),
+    ('[run]\ntopology = "ring"\nn = [8, 16]\n', [], ["line 3", "list in [run]", "[[grid]]"]),
+    ('[run]\ntopology = "ring"\nn = 8\n\n[[grid]]\nlazy = ["yes"]\n', [],
+     ["line 6", "lazy='yes'", "true or false"]),
+    ('[runs]\ntopology = "ring"\n', [], ["line 1", "unknown key 'runs'", "[run]"]),
+    ('[run]\ntopology = "interp_ring"\nn = 8\n', [], ["line 2", "needs alpha"]),
+    ('[run]\nn = 8\n', [], ["topology is required", "interp_ring"]),
+    ('[run]\ntopology = "ring"\nn = 8\nproblem = "consensus"\nmu = 0.5\n', [],
+     ["line 5", "mu does not apply to problem 'consensus'", "zeta, problem_seed"]),
+    (('[run]\ntopology = "ring"\nn = 8\n\n[[grid]]\ntopology = ["ring", "interp_ring"]\n'
+     "alpha = [0.5]\n"), [], ["line 7", "alpha does not apply to topology 'ring'"]),
+    ("[run\n", [], ["invalid TOML", "line 1"]),
+    ("", [], ["no cells"]),
+    ('[run]\ntopology = "ring"\nn = 8\n', ["--set", "alpha=0.5"],
+     ["--set alpha=0.5", "alpha does not apply"]),
+    ('[run]\ntopology = "ring"\nn = 8\n', ["--param", "n=8,x"], ["--param n=8,x", "n='x'"]),
+    ('[run]\ntopology = "ring"\nn = 8\n', ["--set", "steps"], ["--set='steps'", "key=value"]),
+]
+
+
+@pytest.mark.parametrize("text,opts,fragments", ERRORS, ids=[f"e{i}" for i in range(len(ERRORS))])
+def test_spec_errors_are_one_line_with_location(tmp_path, text, opts, fragments):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), *opts])
+    assert res.exit_code == 2, res.output
+    msg = res.output.strip().splitlines()[-1]
+    assert msg.startswith("Error: ")
+    for frag in fragments:
+        assert frag in msg, msg
+    assert not out.exists()  # nothing ran, nothing was written
+
+
+def test_missing_spec_file(tmp_path):
+    res = CliRunner().invoke(grid_cmd, [str(tmp_path / "nope.toml"), "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "cannot be read" in res.output
+
+
+def test_every_family_and_problem_parameter_is_declared():
+    """A parameter added to a family or problem must get a type in fastgt.grid (and thus a
+    declared result column)."""
+    from fastgt.problems import PROBLEMS
+
+    for fam in G.GRID_FAMILIES:
+        assert set(G.topology_params(fam)) <= set(G.TOPOLOGY_PARAMS), fam
+    for prob in PROBLEMS:
+        assert set(G.problem_grid_params(prob)) <= set(G.PROBLEM_PARAMS), prob
+
+
+def test_make_cell_errors_name_the_key():
+    with pytest.raises(FastGTError) as err:
+        G.make_cell({"topology": "torus", "rows": 3, "cols": 4, "self_weight": 0.5})
+    assert err.value.key == "self_weight"
+    assert "allowed rows, cols, n, lazy" in str(err.value)
+
+
+def test_dry_run_lists_cells(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(BASE)
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "o"), "--dry-run"])
+    assert res.exit_code == 0
+    lines = res.output.strip().splitlines()
+    ids = {c.id for c in G.parse_spec(BASE).cells()}
+    assert {ln.split()[0] for ln in lines[:-1]} == ids
+    assert lines[-1] == "12 cells, 0 done"

@@ -1,0 +1,217 @@
+"""Sweeps end to end: failures recorded, SIGKILL + resume, Ctrl-C, concurrent sweeps on one DIR.
+
+Each cell is a GT run on a ring (n = 30, d = 4); results are compared with direct fastgt.run
+calls (runs are bit-identical for the same seed whatever the process or thread count).
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+from click.testing import CliRunner
+
+import fastgt
+from fastgt.cli_sweep import grid as grid_cmd
+from fastgt.cli_sweep import status as status_cmd
+from fastgt.executors import LocalBackend
+from fastgt.grid import load_spec, make_cell
+from fastgt.storage import load
+
+CLI = [sys.executable, "-c", "from fastgt.cli import main; main()"]
+SUMMARY = re.compile(r"(\d+) cells: (\d+) ok, (\d+) diverged, (\d+) failed, (\d+) skipped "
+                     r"\(done before\), (\d+) running elsewhere")
+
+
+def _summary(text: str) -> dict:
+    m = SUMMARY.search(text)
+    assert m, text
+    return dict(zip(("cells", "ok", "diverged", "failed", "skipped", "busy"), map(int, m.groups())))
+
+
+def _spec(tmp_path, steps: int, seeds: int, extra: str = ""):
+    path = tmp_path / "spec.toml"
+    path.write_text(f'[run]\ntopology = "ring"\nn = 30\nd = 4\nsteps = {steps}\n'
+                    f"record_every = {steps // 20}\n\n[[grid]]\nseed = {list(range(seeds))}\n"
+                    + extra)
+    return path
+
+
+def _direct(seed: int, steps: int, **kw):
+    return fastgt.run(algorithm="gt", topology=fastgt.topology("ring", n=30), d=4, steps=steps,
+                      record_every=steps // 20, seed=seed, **kw)
+
+
+def _assert_equal_to_direct(cells, traces, cell_id, steps):
+    row = cells.set_index("id").loc[cell_id]
+    ref = _direct(int(row["seed"]), steps)
+    for m in fastgt.METRICS:
+        np.testing.assert_array_equal(row[m], ref.summary[m])
+    tr = traces[traces["id"] == cell_id].sort_values("step")
+    pd.testing.assert_frame_equal(tr[["step", *fastgt.METRICS]].reset_index(drop=True),
+                                  ref.trace, check_dtype=False)
+
+
+def _files(out, sub):
+    return sorted(os.listdir(out / sub))
+
+
+def _all_readable(out):
+    for sub in ("cells", "traces"):
+        for name in _files(out, sub):
+            if not name.startswith("."):
+                assert pq.read_table(out / sub / name).num_rows >= 1
+
+
+def test_failed_and_diverged_cells_are_recorded_and_resumed(tmp_path):
+    spec = _spec(tmp_path, 200, 2, extra='\n[[grid]]\ntopology = "hypercube"\nn = 12\n'
+                                          "\n[[grid]]\nstepsize = 1.5\n")
+    out = tmp_path / "out"
+    args = [str(spec), "--out", str(out), "--quiet"]
+    res = CliRunner().invoke(grid_cmd, [*args, "--workers", "2"])
+    assert res.exit_code == 1, res.output
+    assert _summary(res.output) == {"cells": 4, "ok": 2, "diverged": 1, "failed": 1,
+                                    "skipped": 0, "busy": 0}
+    cells, _ = load(out)
+    failed = cells[cells.status == "failed"].iloc[0]
+    assert failed["topology"] == "hypercube" and "power of 2" in failed["error"]
+    div = cells[cells.status == "diverged"].iloc[0]
+    assert div["stepsize"] == 1.5 and 0 < div["diverged_step"] <= 200
+    assert (out / "grid.toml").read_text() == load_spec(spec).to_toml()
+    st = CliRunner().invoke(status_cmd, [str(out), "--failed"])
+    assert "done      3 (ok 2, diverged 1)" in st.output and "failed    1" in st.output
+    assert "missing   0 (of 4 cells" in st.output and "power of 2" in st.output
+
+    res = CliRunner().invoke(grid_cmd, [*args, "--workers", "1"])  # nothing left to do
+    assert res.exit_code == 0 and _summary(res.output)["skipped"] == 4
+    res = CliRunner().invoke(grid_cmd, [*args, "--workers", "1", "--retry-failed"])
+    assert res.exit_code == 1 and _summary(res.output)["failed"] == 1, res.output
+    assert _summary(res.output)["skipped"] == 3
+    before = {i: os.stat(out / "cells" / f"{i}.parquet").st_mtime_ns for i in cells.id}
+    res = CliRunner().invoke(grid_cmd, [*args, "--workers", "1", "--force"])
+    assert _summary(res.output)["ok"] == 2 and res.exit_code == 1
+    after = {i: os.stat(out / "cells" / f"{i}.parquet").st_mtime_ns for i in cells.id}
+    assert all(after[i] > before[i] for i in before)
+
+
+def _start(spec, out, workers, **kw):
+    return subprocess.Popen([*CLI, "grid", str(spec), "--out", str(out), "--workers",
+                             str(workers), "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
+
+
+def _wait_for_files(out, count, proc, timeout=120):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if (out / "cells").exists() and sum(not n.startswith(".")
+                                            for n in _files(out, "cells")) >= count:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"no {count} cells after {timeout} s")
+
+
+STEPS = 100_000  # ~0.5 s per cell on one thread
+
+
+def test_sigkill_loses_only_cells_in_flight_and_rerun_completes(tmp_path):
+    spec = _spec(tmp_path, STEPS, 12)
+    out = tmp_path / "out"
+    proc = _start(spec, out, 2)
+    _wait_for_files(out, 4, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.2)  # orphaned workers die with their process group
+    _all_readable(out)
+    first = {n[:-8] for n in _files(out, "cells") if not n.startswith(".")}
+    assert 4 <= len(first) < 12
+    mtimes = {i: os.stat(out / "cells" / f"{i}.parquet").st_mtime_ns for i in first}
+
+    rerun = subprocess.run([*CLI, "grid", str(spec), "--out", str(out), "--workers", "2",
+                            "--quiet"], capture_output=True, text=True, timeout=300, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    s = _summary(rerun.stdout)
+    assert s["skipped"] == len(first) and s["ok"] == 12 - len(first) and s["busy"] == 0
+    ids = {c.id for c in load_spec(spec).cells()}
+    for sub in ("cells", "traces"):
+        assert _files(out, sub) == sorted(f"{i}.parquet" for i in ids)  # no temporaries left
+    assert _files(out, "claims") == [] or _files(out, "claims") == [".lock"]
+    assert all(os.stat(out / "cells" / f"{i}.parquet").st_mtime_ns == t for i, t in mtimes.items())
+    cells, traces = load(out)
+    assert sorted(cells.id) == sorted(ids) and (cells.status == "ok").all()
+    assert len(traces) == 12 * 21
+    before, after = min(first), min(ids - first)
+    for cell_id in (before, after):
+        _assert_equal_to_direct(cells, traces, cell_id, STEPS)
+
+
+def test_ctrl_c_stops_cleanly(tmp_path):
+    spec = _spec(tmp_path, STEPS, 8)
+    out = tmp_path / "out"
+    proc = _start(spec, out, 2)
+    _wait_for_files(out, 1, proc)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err
+    assert _files(out, "claims") == []
+    assert not [n for sub in ("cells", "traces") for n in _files(out, sub) if n.startswith(".")]
+    _all_readable(out)
+    # the workers are gone: nothing is written after the driver exited
+    n = len(_files(out, "cells"))
+    time.sleep(1.5)
+    assert len(_files(out, "cells")) == n < 8
+
+
+def test_concurrent_sweeps_never_compute_a_cell_twice(tmp_path):
+    spec = _spec(tmp_path, STEPS // 2, 10)
+    out = tmp_path / "out"
+    procs = [_start(spec, out, 1) for _ in range(2)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    for p, (so, se) in zip(procs, outputs):
+        assert p.returncode == 0, se
+    sums = [_summary(so) for so, _ in outputs]
+    assert sums[0]["ok"] + sums[1]["ok"] == 10  # every cell computed exactly once
+    for s in sums:
+        assert s["ok"] + s["skipped"] + s["busy"] == 10
+    ids = {c.id for c in load_spec(spec).cells()}
+    assert _files(out, "cells") == sorted(f"{i}.parquet" for i in ids)
+    cells, traces = load(out)
+    assert len(cells) == 10 and len(traces) == 10 * 21
+    _assert_equal_to_direct(cells, traces, min(ids), STEPS // 2)
+
+
+def test_killing_only_the_driver_leaves_no_orphan_worker(tmp_path):
+    spec = _spec(tmp_path, STEPS * 3, 8)
+    out = tmp_path / "out"
+    proc = _start(spec, out, 2)
+    _wait_for_files(out, 1, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    t0 = time.time()
+    while time.time() - t0 < 20:  # workers watch the driver (once a second) and exit
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError("processes of the killed sweep are still alive")
+    proc.communicate(timeout=10)  # nobody holds its pipes any more
+
+
+def test_a_dying_worker_is_recorded_and_the_pool_replaced():
+    backend = LocalBackend(1, 1)
+    try:
+        row, trace, _ = backend.result(backend.pool.submit(os._exit, 3))
+        assert row["status"] == "failed" and "worker process died" in row["error"]
+        assert trace is None
+        params = make_cell({"topology": "ring", "n": 12, "d": 2, "steps": 20}).params
+        row, trace, _ = backend.result(backend.submit(params, 1))
+        assert row["status"] == "ok" and len(trace) == 2
+    finally:
+        backend.close()

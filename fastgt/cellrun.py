@@ -40,39 +40,88 @@ def run_arguments(params: dict) -> dict:
     return {"topology": W, "problem": prob, **{k: params[k] for k in keys}}
 
 
+#: parameters that may differ between the cells of one task (run_batch's per-cell ones)
+BATCH_FREE = ("seed", "stepsize", "sigma2", "alpha", "self_weight")
+
+
+def batch_key(params: dict) -> str:
+    """Cells with equal keys can share one compiled loop (fastgt.run_batch)."""
+    import json
+
+    return json.dumps({k: v for k, v in params.items() if k not in BATCH_FREE}, sort_keys=True)
+
+
 def run_cell(params: dict, threads: int = 1) -> tuple[dict, object, dict]:
     """Simulate one cell with exactly ``threads`` numba threads; never raises.
 
-    Returns (row, trace, meta): row = the results (spectrum, plateaus under each metric's
-    name, ``final_<metric>``, status "ok" | "diverged" | "failed", error, wall_time, ...),
-    trace = the run's trace DataFrame (None if the cell failed), meta = provenance of the
-    process that ran it (host, pid, start time, versions, the run's own config).
+    Returns (row, trace, meta): row = the results (spectrum, theory, plateaus under each
+    metric's name, ``final_<metric>``, status "ok" | "diverged" | "failed", error, wall_time,
+    ...), trace = the run's trace DataFrame (None if the cell failed), meta = provenance of
+    the process that ran it (host, pid, start time, versions, the run's own config).
     """
-    from . import run
+    return run_cells([params], threads)[0]
+
+
+def run_cells(plist: list[dict], threads: int = 1) -> list[tuple[dict, object, dict]]:
+    """``run_cell`` for several cells: those of equal ``batch_key`` advance together in one
+    compiled loop (same numbers as separate runs); if they turn out not to share a sparsity
+    pattern or noise kind, they run one by one. Never raises."""
+    from . import run, run_batch
+    from .errors import FastGTError
 
     start = time.time()
-    t0 = time.perf_counter()
     meta = {"host": socket.gethostname(), "pid": os.getpid(),
             "start_time": datetime.datetime.fromtimestamp(start, datetime.UTC).isoformat(),
             **versions()}
-    row: dict = {"error": None}
-    trace = None
-    try:
-        kwargs = run_arguments(params)
-        sp = kwargs["topology"].spectrum()
-        row.update({k: float(getattr(sp, k)) for k in SPECTRUM_KEYS})
-        row.update(theory_row(kwargs, params))
-        res = run(**kwargs, threads=threads)
-        row.update({k: res.summary[k] for k in SUMMARY_KEYS})
-        row.update({m: res.summary[m] for m in METRICS})
-        row.update({f"final_{m}": res.summary[f"final_{m}"] for m in METRICS})
-        trace = res.trace
-        meta["run_config"] = res.config
-    except Exception as err:  # noqa: BLE001 (a failing cell is recorded, the sweep goes on)
-        row.update(status="failed", error=one_line(err))
-        meta["traceback"] = traceback.format_exc()
-    row["wall_time"] = time.perf_counter() - t0
-    return row, trace, meta
+    cells = [_Prepared(params, meta) for params in plist]
+    todo = [c for c in cells if c.kwargs is not None]
+    if len(todo) > 1:
+        shared = {k: todo[0].kwargs[k] for k in ("algorithm", "problem", "noise", "d", "steps",
+                                                  "record_every")}
+        try:
+            results = run_batch([{k: c.kwargs[k] for k in ("topology", "stepsize", "sigma2", "seed")}
+                                 for c in todo], threads=threads, **shared)
+        except FastGTError:
+            results = [None] * len(todo)  # not batchable after all: one by one below
+        for c, res in zip(todo, results):
+            c.result = res
+    for c in todo:
+        try:
+            c.finish(c.result if c.result is not None else run(**c.kwargs, threads=threads))
+        except Exception as err:  # noqa: BLE001 (a failing cell is recorded, the sweep goes on)
+            c.fail(err)
+    return [(c.row, c.trace, c.meta) for c in cells]
+
+
+class _Prepared:
+    """One cell of a task: spectrum and theory first, then its run's results."""
+
+    def __init__(self, params: dict, meta: dict):
+        t0 = time.perf_counter()
+        self.row, self.trace, self.meta, self.kwargs, self.result = {"error": None}, None, dict(meta), None, None
+        try:
+            self.kwargs = run_arguments(params)
+            sp = self.kwargs["topology"].spectrum()
+            self.row.update({k: float(getattr(sp, k)) for k in SPECTRUM_KEYS})
+            self.row.update(theory_row(self.kwargs, params))
+        except Exception as err:  # noqa: BLE001
+            self.kwargs = None
+            self.fail(err)
+        self.prep_time = time.perf_counter() - t0
+        self.row["wall_time"] = self.prep_time
+
+    def fail(self, err: BaseException) -> None:
+        self.row.update(status="failed", error=one_line(err))
+        self.meta["traceback"] = traceback.format_exc()
+
+    def finish(self, res) -> None:
+        self.row.update({k: res.summary[k] for k in SUMMARY_KEYS})
+        self.row.update({m: res.summary[m] for m in METRICS})
+        self.row.update({f"final_{m}": res.summary[f"final_{m}"] for m in METRICS})
+        self.row["wall_time"] = self.prep_time + res.summary["wall_time"]
+        self.trace = res.trace
+        self.meta["run_config"] = res.config
+        self.meta["batch"] = res.summary["batch"]
 
 
 def theory_row(kwargs: dict, params: dict) -> dict:

@@ -25,9 +25,12 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from .cellrun import THREAD_ENV, failed_row, ping, run_cell, warm_cache, worker_init
+from .cellrun import THREAD_ENV, batch_key, failed_row, ping, run_cells, warm_cache, worker_init
 from .errors import FastGTError, check_choice, check_int
 from .storage import Store
+
+#: most cells in one task (one compiled loop, see fastgt.run_batch)
+MAX_BATCH = 16
 
 EXECUTORS = ("local", "dask")
 DASK_HINT = "pip install 'fastgt[dask]'"
@@ -110,24 +113,24 @@ class LocalBackend:
             for fut in [self.pool.submit(ping) for _ in range(self.workers)]:
                 fut.result()
 
-    def submit(self, params: dict, threads: int):
+    def submit(self, plist: list[dict], threads: int):
         try:
-            return self.pool.submit(run_cell, params, threads)
+            return self.pool.submit(run_cells, plist, threads)
         except cf.process.BrokenProcessPool:
             self.pool.shutdown(wait=False)
             self._start()
-            return self.pool.submit(run_cell, params, threads)
+            return self.pool.submit(run_cells, plist, threads)
 
     @staticmethod
     def wait_any(futures):
         return cf.wait(futures, return_when=cf.FIRST_COMPLETED).done
 
     @staticmethod
-    def result(fut):
+    def result(fut, count: int):
         try:
             return fut.result()
         except cf.process.BrokenProcessPool as err:
-            return failed_row(f"worker process died: {err}"), None, {}
+            return [(failed_row(f"worker process died: {err}"), None, {})] * count
 
     def close(self, terminate: bool = False) -> None:
         procs = list(self.pool._processes.values()) if terminate else []  # no public API < 3.14
@@ -176,20 +179,20 @@ class DaskBackend:
             hosts.setdefault(addr.rsplit(":", 1)[0], addr)
         self.client.run(warm_cache, workers=list(hosts.values()))
 
-    def submit(self, params: dict, threads: int):
-        fut = self.client.submit(run_cell, params, threads, pure=False)
+    def submit(self, plist: list[dict], threads: int):
+        fut = self.client.submit(run_cells, plist, threads, pure=False)
         self.futures.add(fut)
         return fut
 
     def wait_any(self, futures):
         return self.distributed.wait(futures, return_when="FIRST_COMPLETED").done
 
-    def result(self, fut):
+    def result(self, fut, count: int):
         self.futures.discard(fut)
         try:
             return fut.result()
         except Exception as err:  # noqa: BLE001 (lost worker, KilledWorker, ...)
-            return failed_row(f"dask task lost: {type(err).__name__}: {err}"), None, {}
+            return [(failed_row(f"dask task lost: {type(err).__name__}: {err}"), None, {})] * count
 
     def close(self, terminate: bool = False) -> None:
         if terminate and self.futures:
@@ -267,33 +270,49 @@ def _todo(cells, store: Store, force: bool, retry_failed: bool) -> tuple[list, s
     return [c for c in cells if c.id not in done or c.id in redo], redo
 
 
+def _tasks(todo: list, slots: int) -> deque:
+    """Cells grouped into tasks: cells of one ``batch_key`` share a compiled loop
+    (fastgt.run_batch), in tasks of at most MAX_BATCH cells, sized so that every slot gets work."""
+    groups: dict = {}
+    for cell in todo:
+        groups.setdefault(batch_key(cell.params), []).append(cell)
+    tasks: deque = deque()
+    for group in groups.values():
+        size = max(1, min(MAX_BATCH, math.ceil(len(group) / slots)))
+        tasks.extend(group[i:i + size] for i in range(0, len(group), size))
+    return tasks
+
+
 def _dispatch(backend, todo, replace: set, store: Store, report: SweepReport, sweep: dict,
               threads: int, progress: bool) -> None:
     from tqdm import tqdm
 
-    pending = deque(todo)
+    pending = _tasks(todo, max(1, backend.capacity - 1))
     inflight: dict = {}
     with tqdm(total=len(todo), unit="cell", disable=not progress or None, file=sys.stderr,
               dynamic_ncols=True) as bar:
         while pending or inflight:
             while pending and len(inflight) < backend.capacity:
-                cell = pending.popleft()
-                if not store.claim(cell.id):
-                    report.busy += 1
-                    bar.update()
-                elif _finished_meanwhile(store, cell.id, cell.id in replace, sweep["started"]):
-                    store.release(cell.id)
-                    report.skipped += 1
-                    bar.update()
-                else:
-                    inflight[backend.submit(cell.params, threads)] = cell
+                claimed = []
+                for cell in pending.popleft():
+                    if not store.claim(cell.id):
+                        report.busy += 1
+                        bar.update()
+                    elif _finished_meanwhile(store, cell.id, cell.id in replace, sweep["started"]):
+                        store.release(cell.id)
+                        report.skipped += 1
+                        bar.update()
+                    else:
+                        claimed.append(cell)
+                if claimed:
+                    inflight[backend.submit([c.params for c in claimed], threads)] = claimed
             for fut in backend.wait_any(list(inflight)):
-                cell = inflight.pop(fut)
-                row, trace, meta = backend.result(fut)
-                store.write(cell.id, cell.params, row, trace, {**meta, "sweep": sweep})
-                store.release(cell.id)
-                report.status[row["status"]] += 1
-                bar.update()
+                task = inflight.pop(fut)
+                for cell, (row, trace, meta) in zip(task, backend.result(fut, len(task))):
+                    store.write(cell.id, cell.params, row, trace, {**meta, "sweep": sweep})
+                    store.release(cell.id)
+                    report.status[row["status"]] += 1
+                    bar.update()
                 bar.set_postfix(failed=report.failed, diverged=report.status["diverged"],
                                 refresh=False)
 

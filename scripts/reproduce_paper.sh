@@ -25,7 +25,7 @@ fastgt="${FASTGT:-fastgt}"
 if [ "$quick" = 1 ]; then
   # same sweeps, reduced: n = 60 / 40, d = 20, 2 seeds, fewer points and steps
   fig1=(--set n=60 --set d=20 --set steps=8000 --set record_every=100
-        --param alpha=0.0,0.5,0.9,0.95,0.99 --param seed=0,1)
+        --param alpha=0.5,0.8,0.9,0.95,0.99 --param seed=0,1)
   fig2=(--set n=40 --set d=20 --set steps=16000 --set record_every=200
         --param self_weight=0.3333333333333333,0.1,0.03,0.01 --param seed=0,1)
 else

@@ -207,11 +207,49 @@ def test_killing_only_the_driver_leaves_no_orphan_worker(tmp_path):
 def test_a_dying_worker_is_recorded_and_the_pool_replaced():
     backend = LocalBackend(1, 1)
     try:
-        row, trace, _ = backend.result(backend.pool.submit(os._exit, 3))
+        [(row, trace, _)] = backend.result(backend.pool.submit(os._exit, 3), 1)
         assert row["status"] == "failed" and "worker process died" in row["error"]
         assert trace is None
         params = make_cell({"topology": "ring", "n": 12, "d": 2, "steps": 20}).params
-        row, trace, _ = backend.result(backend.submit(params, 1))
+        [(row, trace, _)] = backend.result(backend.submit([params], 1), 1)
         assert row["status"] == "ok" and len(trace) == 2
     finally:
         backend.close()
+
+
+def test_compatible_cells_share_a_compiled_loop(tmp_path):
+    """Cells differing only in seed / stepsize / alpha run as one batch per worker, with the
+    numbers of separate runs; an incompatible cell in the same sweep runs on its own."""
+    from fastgt.cellrun import run_cell
+    from fastgt.executors import run_sweep
+    from fastgt.grid import parse_spec
+
+    spec = parse_spec("""
+[run]
+topology = "interp_ring"
+n = 16
+d = 3
+steps = 60
+record_every = 20
+[[grid]]
+alpha = [0.3, 0.8]
+seed = [0, 1, 2]
+stepsize = [0.01, 0.02]
+[[grid]]
+topology = "torus"
+rows = 4
+cols = 4
+seed = [5]
+""")
+    cells = spec.cells()
+    report = run_sweep(cells, str(tmp_path), workers=2, progress=False)
+    assert report.status["ok"] == len(cells) == 13
+    df, _ = fastgt.load(str(tmp_path), traces=False)
+    batches = {}
+    for cell in cells:
+        meta = fastgt.storage.Store(str(tmp_path), create=False).provenance(cell.id)
+        batches.setdefault(cell.params["topology"], set()).add(meta["batch"])
+        row = df.set_index("id").loc[cell.id]
+        ref, _, _ = run_cell(cell.params)
+        assert row["loss_nodes"] == ref["loss_nodes"] and row["final_consensus"] == ref["final_consensus"]
+    assert batches == {"interp_ring": {6}, "torus": {1}}  # 12 cells over 2 workers; 1 alone

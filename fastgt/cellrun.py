@@ -197,20 +197,10 @@ def ping() -> int:
 
 def warm_cache() -> None:
     """Compile every kernel once per machine, before workers start (so that they all load it
-    and none compiles). A marker in the compile cache records the kernel sources' size and
-    mtime, which numba's cache index checks too: when they change, warm up again."""
-    from pathlib import Path
+    and none compiles)."""
+    from .runtime import ensure_warm
 
-    from . import kernels
-    from .runtime import cache_dir, warmup
-
-    sources = sorted(Path(kernels.__file__).parent.glob("*.py"))
-    stamp = " ".join(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in sources)
-    marker = Path(cache_dir()) / "fastgt-warm"
-    if not marker.exists() or marker.read_text() != stamp:
-        warmup()
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(stamp)
+    ensure_warm()
 
 
 def failed_row(message: str) -> dict:

@@ -17,7 +17,7 @@ from .errors import bad, check_choice, check_float, check_int
 from .kernels.metrics import quadratic_metrics
 from .problems import make_noise
 from .problems import problem as get_problem
-from .runtime import numba_threads
+from .runtime import ensure_warm, numba_threads
 from .topology import MixingMatrix
 
 METRICS = ("loss_avg", "loss_nodes", "consensus", "grad_norm2", "tracking")
@@ -72,6 +72,7 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     cells as threads). The choice changes the speed, never the numbers.
     """
     t_start = time.perf_counter()
+    ensure_warm()
     algo = get_algorithm(algorithm)
     d = check_int("d", d, 1)
     steps = check_int("steps", steps, 0)

@@ -30,6 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baselines
 import common
+import limits
 
 D = 100
 GAMMA = 0.01
@@ -39,6 +40,7 @@ TOPOLOGIES = ("ring", "interp_ring", "torus")
 BASELINES = tuple(baselines.MIXERS)  # numpy-dense, scipy-sparse
 ENGINES = ("fastgt", *BASELINES)
 TARGETS = {300: (8.0, 4.0), 3000: (40.0, 5.0)}  # 1 thread: min speedup vs (dense, sparse)
+DENSE_MAX = 5000  # numpy-dense needs an n x n W: skipped beyond (7.2 GB at n = 30000)
 CHECK_STEPS, CHECK_TOL = 5, 1e-10
 PAPER = {"algorithm": "gt", "topology": "ring", "n": 300, "record_every": 100}
 SETTLE_S = 0.15  # pause before each timed block when threads > 1 (see common.interleaved_timings)
@@ -113,7 +115,7 @@ def check_same(algorithm: str, W, mixers: dict) -> float:
     ref = make_run("fastgt", algorithm, W, mixers, x0, 0.0)
     ref.advance(CHECK_STEPS)
     worst = 0.0
-    for engine in BASELINES:
+    for engine in mixers:
         run = make_run(engine, algorithm, W, mixers, x0, 0.0)
         run.advance(CHECK_STEPS)
         for a, b in zip(ref.iterates(), run.iterates()):
@@ -128,7 +130,7 @@ def check_same(algorithm: str, W, mixers: dict) -> float:
 def time_case(algorithm: str, W, mixers: dict, cfg: dict) -> dict:
     """Interleaved repeats of every engine on one case; ns per node-dim-step and ratios."""
     x0 = np.random.default_rng(1).standard_normal((W.n, D))
-    runs = {e: make_run(e, algorithm, W, mixers, x0, SIGMA2) for e in ENGINES}
+    runs = {e: make_run(e, algorithm, W, mixers, x0, SIGMA2) for e in ("fastgt", *mixers)}
     advances = {e: r.advance for e, r in runs.items()}
     steps = {e: common.steps_for(a, cfg["target_s"]) for e, a in advances.items()}
     samples, share = common.interleaved_timings(advances, steps, cfg["repeats"], cfg["settle_s"])
@@ -138,8 +140,8 @@ def time_case(algorithm: str, W, mixers: dict, cfg: dict) -> dict:
     per = W.n * D * 1e-9  # seconds per step -> ns per node-dimension-step
     ns = {e: common.summarize(s, per) | {"steps": steps[e], "cpu_share": float(np.median(share[e]))}
           for e, s in samples.items()}
-    return {"ns": ns, "speedup": {b: ns[b]["median"] / ns["fastgt"]["median"] for b in BASELINES},
-            "speedup_of_mins": {b: ns[b]["min"] / ns["fastgt"]["min"] for b in BASELINES}}
+    return {"ns": ns, "speedup": {b: ns[b]["median"] / ns["fastgt"]["median"] for b in mixers},
+            "speedup_of_mins": {b: ns[b]["min"] / ns["fastgt"]["min"] for b in mixers}}
 
 
 # ------------------------------------------------------------------------- paper job
@@ -199,14 +201,20 @@ def child(args, threads: int, out_path: str) -> None:
         raise SystemExit(f"child expected NUMBA_NUM_THREADS={threads}")
     cfg = settings(args.quick) | {"settle_s": SETTLE_S if threads > 1 else 0.0}
     warm = warmup()
-    result = {"threads": threads, "warmup_s": warm, **common.numba_info(), "cases": []}
+    lim = limits.measure(threads)
+    result = {"threads": threads, "warmup_s": warm, **common.numba_info(), "limits": lim,
+              "cases": []}
     for n in args.n:
         for topo in TOPOLOGIES:
             W = build_topology(topo, n)
-            mixers = {e: baselines.MIXERS[e](W) for e in BASELINES}
+            mixers = {e: baselines.MIXERS[e](W) for e in BASELINES
+                      if e != "numpy-dense" or n <= DENSE_MAX}
             for algo in ALGOS:
                 diff = check_same(algo, W, mixers)
                 case = time_case(algo, W, mixers, cfg)
+                bound = limits.bound(lim, algo, n, D)
+                case["bound"] = bound | {"ratio": case["ns"]["fastgt"]["median"]
+                                         / bound["bound_serial"]}
                 result["cases"].append({"algorithm": algo, "topology": topo, "n": n,
                                         "label": topology_label(topo, n), "check_max_diff": diff,
                                         **case})
@@ -240,7 +248,7 @@ def target_note(case: dict, threads: int) -> str:
     if threads != 1 or target is None:
         return ""
     missed = [f"{b} {case['speedup'][b]:.1f}<{t:g}" for b, t in zip(BASELINES, target)
-              if case["speedup"][b] < t]
+              if b in case["speedup"] and case["speedup"][b] < t]
     return "missed: " + ", ".join(missed) if missed else "met"
 
 
@@ -252,8 +260,10 @@ def report(children: list[dict]) -> tuple[list[dict], str]:
             note = target_note(c, ch["threads"])
             rows.append({"threads": ch["threads"], **c, "target": note})
             cells.append([c["algorithm"], c["label"], str(c["n"]), str(ch["threads"]),
-                          *(fmt_ns(c["ns"][e]) for e in ENGINES),
-                          *(f"{c['speedup'][b]:.1f}x" for b in BASELINES),
+                          *(fmt_ns(c["ns"][e]) if e in c["ns"] else "-" for e in ENGINES),
+                          f"{c['bound']['bound_serial']:.2f}", f"{c['bound']['ratio']:.2f}",
+                          *(f"{c['speedup'][b]:.1f}x" if b in c["speedup"] else "-"
+                            for b in BASELINES),
                           f"{min(v['cpu_share'] for v in c['ns'].values()):.2f}", note])
     for ch in children:
         job = ch.get("paper_job")
@@ -264,16 +274,21 @@ def report(children: list[dict]) -> tuple[list[dict], str]:
         cells.append([PAPER["algorithm"], f"ring, job {job['steps']} steps*", str(PAPER["n"]),
                       str(ch["threads"]),
                       *(f"{eng[e]['ns']:.2f}" + ("~" if eng[e]["extrapolated"] else "")
-                        for e in ENGINES),
+                        for e in ENGINES), "", "",
                       *(f"{job['speedup'][b]:.1f}x" for b in BASELINES), "", ""])
     header = ["algo", "topology", "n", "threads", *(f"{e} ns" for e in ENGINES),
-              *(f"vs {b}" for b in BASELINES), "CPU share", "target (1 thread)"]
+              "bound ns", "fastgt / bound", *(f"vs {b}" for b in BASELINES), "CPU share",
+              "target (1 thread)"]
     return rows, common.markdown_table(header, cells)
 
 
 def footnotes(children: list[dict]) -> str:
     lines = ["", ("ns = nanoseconds per node-dimension-step (step time / (n d)), d = 100: "
                   "median (min) of interleaved repeats; ratios = baseline median / fastgt median."),
+             ("bound = the machine's no-overlap lower bound for the step (bench/limits.py: "
+              "memory traffic at triad bandwidth + one normal variate; memory dropped when the "
+              "state fits in cache), measured in the same child; fastgt / bound = how far "
+              "fastgt's median is from it."),
              ("CPU share = lowest over the engines of the median (process CPU time / wall time) "
               "of a timed block: below ~0.9 the process was descheduled (machine loaded), "
               "so that row is noisy."),

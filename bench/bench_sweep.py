@@ -12,19 +12,18 @@ The configurations are run interleaved ``--repeats`` times and each one's fastes
 (highest steady rate) is reported: on a shared machine that is the least disturbed one;
 the JSON keeps every run.
 
-Reported, per configuration:
-- wall: the whole command (driver start, cache check, worker start, all cells, shutdown);
-- startup: command start -> first cell starts (driver import, forkserver, worker start);
-  tail: last cell ends -> command exits (last write, shutdown);
-- cells/h end-to-end = cells / wall; cells/h steady = cells / (last cell end - first cell
-  start): the rate a long sweep sees once its workers run; speedup = ratio of steady rates;
+Reported, per configuration (a task = the cells a worker ran together: fastgt grid
+batches cells that differ only in seed, stepsize, sigma2, alpha or self weight):
+- wall: the whole command (driver start, cache check, worker start, all tasks, shutdown);
+- startup: command start -> first task starts; tail: last task ends -> command exits;
+- cells/h end-to-end = cells / wall; cells/h steady = cells / (last task end - first task
+  start): the rate a long sweep sees once its workers run; speedups = ratios of those rates;
 - overhead/cell = (workers x (last end - first start) - sum of run-loop times) / cells:
   every worker-second per cell not spent in the simulation loop (cache load in each
-  worker's first cell, topology build + spectrum, pickling, the Parquet writes, idle gaps);
-- +startup: the same over the whole wall time (workers x wall): start-up and shutdown
-  amortized over the cells of this (short) grid;
-- first / later cells: worker-side wall minus loop time of each worker's first cell (which
-  loads the compiled kernels from the cache) and of the others (nothing is compiled).
+  worker's first task, topology build + spectrum + theory, pickling, Parquet writes, gaps);
+- +startup: the same over the whole wall time (workers x wall);
+- first task extra s/cell: worker-side wall minus loop time in each worker's first task
+  (which loads the compiled kernels from the cache), per cell.
 """
 
 from __future__ import annotations
@@ -70,30 +69,32 @@ def run_config(spec: Path, workers: int, root: Path) -> dict:
         raise SystemExit(f"sweep failed: {proc.stderr}")
     cells, _ = load(out)
     store = Store(out, create=False)
-    prov = {i: store.provenance(i) for i in cells.id}
-    start = {i: datetime.datetime.fromisoformat(p["start_time"]).timestamp()
-             for i, p in prov.items()}
-    first_start = min(start.values())
-    last_end = max(start[i] + w for i, w in zip(cells.id, cells.wall_time))
-    startup, tail = first_start - t0, t0 + wall - last_end
+    # a task = the cells one worker ran together (fastgt grid batches compatible cells): they
+    # share the task's start time, and their wall and loop times add up to the task's
+    tasks: dict = {}
+    for i, w, lp in zip(cells.id, cells.wall_time, cells.loop_time):
+        prov = store.provenance(i)
+        t = tasks.setdefault((prov["pid"], prov["start_time"]), [0.0, 0.0, 0])
+        t[0], t[1], t[2] = t[0] + w, t[1] + lp, t[2] + 1
+    spans = [(pid, datetime.datetime.fromisoformat(st).timestamp(), w, lp, k)
+             for (pid, st), (w, lp, k) in tasks.items()]
+    first_start = min(sp[1] for sp in spans)
+    last_end = max(sp[1] + sp[2] for sp in spans)
+    steady = last_end - first_start
     n = len(cells)
     loop = float(cells.loop_time.sum())
-    extra = (cells.wall_time - cells.loop_time).to_numpy()
-    by_pid: dict = {}
-    for k, i in enumerate(cells.id):
-        by_pid.setdefault(prov[i]["pid"], []).append((start[i], extra[k]))
-    firsts = [min(v)[1] for v in by_pid.values()]
-    laters = [e for v in by_pid.values() for s, e in sorted(v)[1:]]
-    steady = last_end - first_start
+    firsts = {}  # each worker's first task: it loads the compiled kernels from the cache
+    for pid, start, w, lp, k in sorted(spans, key=lambda sp: sp[1]):
+        firsts.setdefault(pid, (w - lp) / k)
     return {
-        "workers": workers, "cells": n, "wall_s": wall, "startup_s": startup, "tail_s": tail,
+        "workers": workers, "cells": n, "tasks": len(tasks), "wall_s": wall,
+        "startup_s": first_start - t0, "tail_s": t0 + wall - last_end,
         "cells_per_hour_end_to_end": n / wall * 3600, "cells_per_hour_steady": n / steady * 3600,
         "loop_s_per_cell": loop / n,
         "overhead_s_per_cell": (workers * steady - loop) / n,
         "overhead_with_startup_s_per_cell": (workers * wall - loop) / n,
-        "first_cell_extra_s": sum(firsts) / len(firsts),
-        "later_cell_extra_s": sum(laters) / len(laters) if laters else float("nan"),
-        "worker_processes": len(by_pid), "threads": sorted(set(cells.threads)),
+        "first_task_extra_s_per_cell": sum(firsts.values()) / len(firsts),
+        "worker_processes": len(firsts), "threads": sorted(set(cells.threads)),
         "load_avg_after": os.getloadavg(),
     }
 
@@ -131,12 +132,13 @@ def main() -> None:
                      f"{r['cells_per_hour_end_to_end']:.0f}", f"{r['cells_per_hour_steady']:.0f}",
                      f"{r['cells_per_hour_steady'] / base['cells_per_hour_steady']:.2f}x",
                      f"{r['loop_s_per_cell']:.3f}", f"{r['overhead_s_per_cell']:.3f}",
-                     f"{r['overhead_with_startup_s_per_cell']:.3f}",
-                     f"{r['first_cell_extra_s']:.3f}", f"{r['later_cell_extra_s']:.3f}"])
+                     f"{r['overhead_with_startup_s_per_cell']:.3f}", str(r["tasks"]),
+                     f"{r['first_task_extra_s_per_cell']:.3f}",
+                     f"{r['cells_per_hour_end_to_end'] / base['cells_per_hour_end_to_end']:.2f}x"])
     print(markdown_table(["workers", "wall s", "startup s", "tail s", "cells/h e2e",
-                          "cells/h steady",
-                          "speedup", "loop s/cell", "overhead s/cell", "+startup s/cell",
-                          "first cell extra s", "later cell extra s"], rows))
+                          "cells/h steady", "speedup (steady)", "loop s/cell",
+                          "overhead s/cell", "+startup s/cell", "tasks",
+                          "first task extra s/cell", "speedup (e2e)"], rows))
     print(f"\nload average during the runs: {os.getloadavg()[0]:.2f} (2 cores shared with "
           "other jobs: speedups need the 2nd core free)")
     if args.json:

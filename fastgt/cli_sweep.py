@@ -25,13 +25,16 @@ from .cli_common import user_errors
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local")
 @click.option("--scheduler", default=None,
               help="dask: 'local' (a LocalCluster on 127.0.0.1) or tcp://HOST:PORT  [default: local]")
+@click.option("--max-batch", type=int, default=16,
+              help="most cells a worker advances together in one compiled loop (cells that "
+                   "differ only in seed, stepsize, sigma2, alpha or self_weight); 1: one by one")
 @click.option("--force", is_flag=True, help="recompute cells that are already finished")
 @click.option("--retry-failed", is_flag=True, help="recompute cells recorded as failed")
 @click.option("--dry-run", is_flag=True, help="list the cells and what is done; run nothing")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @user_errors
-def grid(spec, out, sets, params, workers, threads_per_worker, executor, scheduler, force,
-         retry_failed, dry_run, quiet):
+def grid(spec, out, sets, params, workers, threads_per_worker, executor, scheduler, max_batch,
+         force, retry_failed, dry_run, quiet):
     """Run every cell of the grid SPEC (TOML) and store one Parquet file per cell in --out.
 
     Finished cells are skipped on a rerun; failed or diverged cells are recorded and the
@@ -53,7 +56,8 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     try:
         report = run_sweep(cells, out, executor=executor, workers=workers,
                            threads=threads_per_worker, scheduler=scheduler, force=force,
-                           retry_failed=retry_failed, spec_text=gs.to_toml(), progress=not quiet)
+                           retry_failed=retry_failed, spec_text=gs.to_toml(), progress=not quiet,
+                           max_batch=max_batch)
     except KeyboardInterrupt as stop:
         click.echo("interrupted: finished cells are kept; rerun the command to complete", err=True)
         sys.exit(143 if isinstance(stop, Terminated) else 130)

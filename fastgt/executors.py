@@ -29,7 +29,7 @@ from .cellrun import THREAD_ENV, batch_key, failed_row, ping, run_cells, warm_ca
 from .errors import FastGTError, check_choice, check_int
 from .storage import Store
 
-#: most cells in one task (one compiled loop, see fastgt.run_batch)
+#: default for the most cells in one task (one compiled loop, see fastgt.run_batch)
 MAX_BATCH = 16
 
 EXECUTORS = ("local", "dask")
@@ -219,7 +219,7 @@ def make_backend(executor: str, workers: int, threads: int, scheduler: str | Non
 def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
               threads: int = 1, scheduler: str | None = None, force: bool = False,
               retry_failed: bool = False, spec_text: str | None = None,
-              progress: bool = True) -> SweepReport:
+              progress: bool = True, max_batch: int = MAX_BATCH) -> SweepReport:
     """Compute every cell not yet in ``out`` and write one file per cell; see the module doc.
 
     force: recompute finished cells too (not those a concurrent sweep finished meanwhile);
@@ -228,6 +228,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     """
     workers = check_int("workers", os.cpu_count() if workers is None else workers, 1)
     threads = check_int("threads_per_worker", threads, 1)
+    max_batch = check_int("max_batch", max_batch, 1)
     t0 = time.time()
     store = Store(out)
     if spec_text is not None:
@@ -244,7 +245,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     backend = None
     try:
         backend = make_backend(executor, workers, threads, scheduler)
-        _dispatch(backend, todo, replace, store, report, sweep, threads, progress)
+        _dispatch(backend, todo, replace, store, report, sweep, threads, progress, max_batch)
     except BaseException:
         if backend is not None:
             backend.close(terminate=True)
@@ -270,24 +271,24 @@ def _todo(cells, store: Store, force: bool, retry_failed: bool) -> tuple[list, s
     return [c for c in cells if c.id not in done or c.id in redo], redo
 
 
-def _tasks(todo: list, slots: int) -> deque:
+def _tasks(todo: list, slots: int, max_batch: int) -> deque:
     """Cells grouped into tasks: cells of one ``batch_key`` share a compiled loop
-    (fastgt.run_batch), in tasks of at most MAX_BATCH cells, sized so that every slot gets work."""
+    (fastgt.run_batch), in tasks of at most max_batch cells, sized so that every slot gets work."""
     groups: dict = {}
     for cell in todo:
         groups.setdefault(batch_key(cell.params), []).append(cell)
     tasks: deque = deque()
     for group in groups.values():
-        size = max(1, min(MAX_BATCH, math.ceil(len(group) / slots)))
+        size = max(1, min(max_batch, math.ceil(len(group) / slots)))
         tasks.extend(group[i:i + size] for i in range(0, len(group), size))
     return tasks
 
 
 def _dispatch(backend, todo, replace: set, store: Store, report: SweepReport, sweep: dict,
-              threads: int, progress: bool) -> None:
+              threads: int, progress: bool, max_batch: int) -> None:
     from tqdm import tqdm
 
-    pending = _tasks(todo, max(1, backend.capacity - 1))
+    pending = _tasks(todo, max(1, backend.capacity - 1), max_batch)
     inflight: dict = {}
     with tqdm(total=len(todo), unit="cell", disable=not progress or None, file=sys.stderr,
               dynamic_ncols=True) as bar:

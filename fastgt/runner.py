@@ -12,7 +12,7 @@ import pandas as pd
 
 from .algorithms import Batch, Cell
 from .algorithms import algorithm as get_algorithm
-from .config import DIVERGE_FACTOR
+from .config import DIVERGE_FACTOR, SMALL_RUN
 from .errors import bad, check_choice, check_float, check_int
 from .kernels.metrics import quadratic_metrics
 from .problems import make_noise
@@ -51,7 +51,9 @@ def run(algorithm: str = "gt", topology: MixingMatrix | None = None, problem="qu
 
     problem: a name or ``fastgt.problem(...)``; noise: "gaussian" (Setup A), "structured"
     (Setup B) or "none", with (1/n) sum_i E||noise_i||^2 = sigma2. x0: (n, d) initial
-    iterates (default i.i.d. N(0, 1) from ``seed``). threads: numba threads (default: all).
+    iterates (default i.i.d. N(0, 1) from ``seed``). threads: numba threads (default: all,
+    or 1 for runs below ``config.SMALL_RUN`` node-dimensions, where a second thread slows
+    each step down; the numbers never depend on it).
     progress: optional callable(steps_done) after each record.
     """
     cell = {"topology": topology, "stepsize": stepsize, "sigma2": sigma2, "seed": seed, "x0": x0}
@@ -87,6 +89,8 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
               **{f"problem_{k}": v for k, v in spec.params.items() if np.isscalar(v)},
               "noise": noise, "d": d, "steps": steps, "record_every": record_every}
 
+    if threads is None and len(parsed) == 1 and parsed[0].W.n * d < SMALL_RUN:
+        threads = 1
     with numba_threads(threads) as nthreads:
         batch = Batch(parsed, prob)
         arrays = algo.init(batch)

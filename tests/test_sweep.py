@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 
 import fastgt
@@ -100,8 +101,10 @@ def test_failed_and_diverged_cells_are_recorded_and_resumed(tmp_path):
 
 
 def _start(spec, out, workers, **kw):
+    """A sweep in the background, one cell per task (--max-batch 1) so that cells finish
+    one at a time and a kill lands between them."""
     return subprocess.Popen([*CLI, "grid", str(spec), "--out", str(out), "--workers",
-                             str(workers), "--quiet"], stdout=subprocess.PIPE,
+                             str(workers), "--max-batch", "1", "--quiet"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
 
 
@@ -253,3 +256,16 @@ seed = [5]
         ref, _, _ = run_cell(cell.params)
         assert row["loss_nodes"] == ref["loss_nodes"] and row["final_consensus"] == ref["final_consensus"]
     assert batches == {"interp_ring": {6}, "torus": {1}}  # 12 cells over 2 workers; 1 alone
+
+
+def test_max_batch_one_runs_cells_one_by_one(tmp_path):
+    from fastgt.executors import run_sweep
+    from fastgt.grid import parse_spec
+
+    cells = parse_spec('[run]\ntopology = "ring"\nn = 12\nd = 2\nsteps = 20\n'
+                       '[[grid]]\nseed = [0, 1, 2, 3]\n').cells()
+    run_sweep(cells, str(tmp_path), workers=2, progress=False, max_batch=1)
+    store = fastgt.storage.Store(str(tmp_path), create=False)
+    assert {store.provenance(c.id)["batch"] for c in cells} == {1}
+    with pytest.raises(fastgt.FastGTError, match="max_batch"):
+        run_sweep(cells, str(tmp_path / "x"), workers=1, progress=False, max_batch=0)

@@ -25,31 +25,25 @@ def block_range(b, nb, n):
 
 
 @njit(**NJIT_FLAGS)
-def mix_rows2(xo, yo, i, indptr, indices, weights, beta, mx, my, X, Y):
-    """xo = (W X)_i and yo = (W Y)_i in one pass over the neighbours (GT mixes both)."""
+def mix_rows(xo, yo, two, i, indptr, indices, weights, beta, mx, my, X, Y):
+    """xo = (W X)_i = sum_j a_ij X_j + beta * mean(X), and, when ``two``, yo = (W Y)_i in the
+    same pass over the neighbours (GT mixes X and Y; D-SGD only Z)."""
     d = xo.shape[0]
     for k in range(d):
         xo[k] = beta * mx[k]
-        yo[k] = beta * my[k]
+    if two:
+        for k in range(d):
+            yo[k] = beta * my[k]
     for e in range(indptr[i], indptr[i + 1]):
         j = indices[e]
         w = weights[e]
-        for k in range(d):
-            xo[k] += w * X[j, k]
-            yo[k] += w * Y[j, k]
-
-
-@njit(**NJIT_FLAGS)
-def mix_row(out, i, indptr, indices, weights, beta, mean, Z):
-    """out = (W Z)_i = sum_j a_ij Z_j + beta * mean(Z)."""
-    d = out.shape[0]
-    for k in range(d):
-        out[k] = beta * mean[k]
-    for e in range(indptr[i], indptr[i + 1]):
-        j = indices[e]
-        w = weights[e]
-        for k in range(d):
-            out[k] += w * Z[j, k]
+        if two:
+            for k in range(d):
+                xo[k] += w * X[j, k]
+                yo[k] += w * Y[j, k]
+        else:
+            for k in range(d):
+                xo[k] += w * X[j, k]
 
 
 @njit(**INLINE_FLAGS)

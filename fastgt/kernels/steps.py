@@ -24,7 +24,7 @@ same work differently and give identical bits:
 from numba import njit, prange
 
 from ..config import NJIT_FLAGS
-from .mixing import accumulate, block_range, mix_row, mix_rows2, reduce_blocks, zero
+from .mixing import accumulate, block_range, mix_rows, reduce_blocks, zero
 from .oracles import draw_shared, noise_row
 from .rng import STREAM_NOISE, step_key, stream_key
 
@@ -77,14 +77,23 @@ def cell_key(seed, t):
 
 
 @njit(**NJIT_FLAGS)
-def gt_blocks(c, t, cur, b0, b1, state, mix, oracle):
-    """GT step t of cell c on row blocks [b0, b1) (see fastgt.algorithms.gt)."""
-    X2, Y2, G2, scratch, part, means = state
+def step_begin(c, t, oracle):
+    """The step's shared draw (Setup B's xi) of cell c, before any row."""
+    seed, kind, scale, xi = oracle[0], oracle[1], oracle[2], oracle[3]
+    draw_shared(kind, cell_key(seed[c], t), xi[c], scale[c])
+
+
+@njit(**NJIT_FLAGS)
+def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
+    """Step t of cell c on row blocks [b0, b1): per row, mix the neighbours, draw the
+    noise, apply the algorithm's update (gt_row_update or dsgd_row_update) and add the row
+    to its block's column sums. D-SGD writes X when ``last``."""
+    S1, S2, S3, scratch, part, means = state
     indptr, indices, weights, beta, gamma = mix
     seed, kind, scale, xi, uv, dv, hetero, a0, A, B = oracle
-    n = G2.shape[1]
+    gt = algo == GT
+    n = S3.shape[1]
     nb = scratch.shape[1]
-    X, Y, Xn, Yn, G = X2[c, cur], Y2[c, cur], X2[c, 1 - cur], Y2[c, 1 - cur], G2[c]
     w, bt, gm = weights[c], beta[c], gamma[c]
     tkey = cell_key(seed[c], t)
     for b in range(b0, b1):
@@ -94,54 +103,19 @@ def gt_blocks(c, t, cur, b0, b1, state, mix, oracle):
         if bt != 0.0:
             zero(pb)
         for i in range(lo, hi):
-            xr = Xn[i]
-            yr = Yn[i]
-            mix_rows2(xr, yr, i, indptr, indices, w, bt, means[c, 0], means[c, 1], X, Y)
+            xr = S1[c, 1 - cur, i]  # GT: next X row; D-SGD: next Z row
+            yr = S2[c, 1 - cur, i]  # GT: next Y row; D-SGD: unused
+            mix_rows(xr, yr, gt, i, indptr, indices, w, bt, means[c, 0], means[c, 1],
+                     S1[c, cur], S2[c, cur])
             noise_row(g, kind, tkey, i, scale[c], xi[c], uv[c], dv)
-            gt_row_update(xr, yr, g, G[i], i, gm, hetero, a0, A, B)
+            if gt:
+                gt_row_update(xr, yr, g, S3[c, i], i, gm, hetero, a0, A, B)
+            else:
+                dsgd_row_update(xr, S3[c, i], last, g, i, gm, hetero, a0, A, B)
             if bt != 0.0:
                 accumulate(pb[0], xr)
-                accumulate(pb[1], yr)
-
-
-@njit(**NJIT_FLAGS)
-def dsgd_blocks(c, t, cur, b0, b1, last, state, mix, oracle):
-    """D-SGD step t of cell c on row blocks [b0, b1); X is written when ``last``."""
-    Z2, _, X2, scratch, part, means = state
-    indptr, indices, weights, beta, gamma = mix
-    seed, kind, scale, xi, uv, dv, hetero, a0, A, B = oracle
-    n = X2.shape[1]
-    nb = scratch.shape[1]
-    Z, Zn, X = Z2[c, cur], Z2[c, 1 - cur], X2[c]
-    w, bt, gm = weights[c], beta[c], gamma[c]
-    tkey = cell_key(seed[c], t)
-    for b in range(b0, b1):
-        lo, hi = block_range(b, nb, n)
-        g = scratch[c, b]
-        pb = part[c, b]
-        if bt != 0.0:
-            zero(pb[0])
-        for i in range(lo, hi):
-            zr = Zn[i]
-            mix_row(zr, i, indptr, indices, w, bt, means[c, 0], Z)
-            noise_row(g, kind, tkey, i, scale[c], xi[c], uv[c], dv)
-            dsgd_row_update(zr, X[i], last, g, i, gm, hetero, a0, A, B)
-            if bt != 0.0:
-                accumulate(pb[0], zr)
-
-
-@njit(**NJIT_FLAGS)
-def step_begin(c, t, oracle):
-    seed, kind, scale, xi = oracle[0], oracle[1], oracle[2], oracle[3]
-    draw_shared(kind, cell_key(seed[c], t), xi[c], scale[c])
-
-
-@njit(**NJIT_FLAGS)
-def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
-    if algo == GT:
-        gt_blocks(c, t, cur, b0, b1, state, mix, oracle)
-    else:
-        dsgd_blocks(c, t, cur, b0, b1, last, state, mix, oracle)
+                if gt:
+                    accumulate(pb[1], yr)
 
 
 @njit(**NJIT_FLAGS)

@@ -11,13 +11,18 @@ ratio is against "one at a time, all threads", measured in the same process.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numba
 import numpy as np
 
 import fastgt
 from fastgt.runner import run_batch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import limits
 
 
 def main():
@@ -34,10 +39,13 @@ def main():
     kw = {"algorithm": "gt", "d": a.d, "steps": a.steps, "record_every": 100}
     threads = numba.config.NUMBA_NUM_THREADS
     ways = {
-        f"one at a time, {threads} threads": lambda: [fastgt.run(**kw, **c) for c in cells],
+        f"one at a time, {threads} threads": lambda: [fastgt.run(threads=threads, **kw, **c)
+                                                      for c in cells],
         "one at a time, 1 thread": lambda: [fastgt.run(threads=1, **kw, **c) for c in cells],
-        f"run_batch, {threads} threads over cells": lambda: run_batch(cells, parallel="cells", **kw),
-        f"run_batch, {threads} threads over blocks": lambda: run_batch(cells, parallel="blocks", **kw),
+        f"run_batch, {threads} threads over cells": lambda: run_batch(
+            cells, parallel="cells", threads=threads, **kw),
+        f"run_batch, {threads} threads over blocks": lambda: run_batch(
+            cells, parallel="blocks", threads=threads, **kw),
     }
     run_batch(cells[:2], **{**kw, "steps": 2})  # compile / load
     res = {}
@@ -47,14 +55,19 @@ def main():
             f()
             res.setdefault(name, []).append(time.perf_counter() - t)
     base = a.cells / np.median(next(iter(res.values())))
+    bounds = {k: limits.bound(limits.measure(k), "gt", a.n, a.d)["bound_serial"]
+              for k in {1, threads}}
     print(f"{a.cells} cells, GT, interp_ring n={a.n}, d={a.d}, {a.steps} steps, "
           f"median of {a.repeats}")
-    print("| schedule | cells/s | ns per node-dim-step | ratio |")
-    print("|---|---|---|---|")
+    print("| schedule | cells/s | ns per node-dim-step | / bound | ratio |")
+    print("|---|---|---|---|---|")
     for name, ts in res.items():
         rate = a.cells / np.median(ts)
         ns = 1e9 / (rate * a.n * a.d * a.steps)
-        print(f"| {name} | {rate:.2f} | {ns:.2f} | {rate / base:.2f}x |")
+        bound = bounds[1 if "1 thread" in name else threads]
+        print(f"| {name} | {rate:.2f} | {ns:.2f} | {ns / bound:.2f} | {rate / base:.2f}x |")
+    print(f"bound: bench/limits.py's no-overlap bound for a GT step at n={a.n}, d={a.d} "
+          f"(1 thread {bounds[1]:.2f} ns, {threads} threads {bounds[threads]:.2f} ns)")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ import baselines
 import common
 import limits
 
+from fastgt.cellrun import THREAD_ENV
+
 D = 100
 GAMMA = 0.01
 SIGMA2 = 1.0
@@ -44,7 +46,6 @@ DENSE_MAX = 5000  # numpy-dense needs an n x n W: skipped beyond (7.2 GB at n = 
 CHECK_STEPS, CHECK_TOL = 5, 1e-10
 PAPER = {"algorithm": "gt", "topology": "ring", "n": 300, "record_every": 100}
 SETTLE_S = 0.15  # pause before each timed block when threads > 1 (see common.interleaved_timings)
-THREAD_VARS = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def settings(quick: bool) -> dict:
@@ -174,8 +175,10 @@ def paper_job(cfg: dict) -> dict:
     n, steps, every = PAPER["n"], cfg["paper_steps"], PAPER["record_every"]
     W = build_topology(PAPER["topology"], n)
     time.sleep(cfg["settle_s"])
+    import numba
+
     res = fastgt.run(algorithm=PAPER["algorithm"], topology=W, d=D, stepsize=GAMMA, sigma2=SIGMA2,
-                     steps=steps, record_every=every, seed=0)
+                     steps=steps, record_every=every, seed=0, threads=numba.get_num_threads())
     out = {"fastgt": {"seconds": res.summary["loop_time"], "wall_s": res.summary["wall_time"],
                       "steps_run": steps, "extrapolated": False,
                       "loss_nodes": res.summary["loss_nodes"]}}
@@ -229,7 +232,7 @@ def child(args, threads: int, out_path: str) -> None:
 
 
 def run_child(threads: int, argv: list[str]) -> dict:
-    env = os.environ | {v: str(threads) for v in THREAD_VARS}
+    env = os.environ | {v: str(threads) for v in THREAD_ENV}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "child.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--child", str(threads),

@@ -56,10 +56,9 @@ def plateau(trace: pd.DataFrame, metric: str = "loss_nodes", tail: float = 0.5):
     """Plateau of ``metric``: its mean over the records in the last ``tail`` fraction of the
     steps (step >= (1 - tail) * last step). A frame with an ``id`` column (several cells, as
     from :func:`fastgt.load`) gives a Series indexed by id."""
-    if not 0 < tail <= 1:
-        from .errors import bad
+    from .errors import check_float
 
-        raise bad("tail", tail, "a number in (0, 1]")
+    tail = check_float("tail", tail, 0.0, 1.0, lo_open=True)
     if "id" in trace.columns:
         return trace.groupby("id", sort=True).apply(
             lambda g: plateau(g, metric, tail), include_groups=False

@@ -67,7 +67,6 @@ def run_cells(plist: list[dict], threads: int = 1) -> list[tuple[dict, object, d
     compiled loop (same numbers as separate runs); if they turn out not to share a sparsity
     pattern or noise kind, they run one by one. Never raises."""
     from . import run, run_batch
-    from .errors import FastGTError
 
     start = time.time()
     meta = {"host": socket.gethostname(), "pid": os.getpid(),
@@ -81,8 +80,8 @@ def run_cells(plist: list[dict], threads: int = 1) -> list[tuple[dict, object, d
         try:
             results = run_batch([{k: c.kwargs[k] for k in ("topology", "stepsize", "sigma2", "seed")}
                                  for c in todo], threads=threads, **shared)
-        except FastGTError:
-            results = [None] * len(todo)  # not batchable after all: one by one below
+        except Exception:  # noqa: BLE001 (not batchable, or out of memory: one by one below,
+            results = [None] * len(todo)  # so that each cell's own failure is recorded)
         for c, res in zip(todo, results):
             c.result = res
     for c in todo:

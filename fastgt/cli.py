@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from .cli_common import topo_options, topo_params, user_errors
+from .cli_common import (
+    ALGORITHM_CHOICE,
+    NOISE_CHOICE,
+    PROBLEM_CHOICE,
+    json_line,
+    topo_options,
+    topo_params,
+    user_errors,
+)
 from .errors import FastGTError
+from .topology.spectrum import METHODS
+from .topology.table3 import TABLE3_NS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
@@ -22,7 +31,7 @@ def main():
 @click.argument("name")
 @topo_options
 @click.option("--vectors", is_flag=True, help="also print the eigenvectors u (lambda2), v (lambda_n)")
-@click.option("--method", type=click.Choice(["auto", "closed", "dense", "sparse"]), default="auto")
+@click.option("--method", type=click.Choice(METHODS), default="auto")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @user_errors
 def topo(name, vectors, method, as_json, **kw):
@@ -39,7 +48,7 @@ def topo(name, vectors, method, as_json, **kw):
     if vectors:
         out["u"], out["v"] = sp.u.tolist(), sp.v.tolist()
     if as_json:
-        click.echo(json.dumps(out))
+        click.echo(json_line(out))
         return
     for k, v in out.items():
         if k in ("u", "v"):
@@ -50,20 +59,21 @@ def topo(name, vectors, method, as_json, **kw):
 
 
 @main.command("run")
-@click.option("--algorithm", type=click.Choice(["gt", "dsgd"]), default="gt")
+@click.option("--algorithm", type=ALGORITHM_CHOICE, default="gt")
 @click.option("--topology", "topo_name", default="ring", help="topology family (see fastgt topo)")
 @topo_options
 @click.option("--problem", default="quadratic",
-              type=click.Choice(["quadratic", "consensus", "hetero_quadratic"]))
+              type=PROBLEM_CHOICE)
 @click.option("--zeta", type=float, default=None, help="heterogeneity of drawn consensus/hetero problems")
-@click.option("--noise", type=click.Choice(["gaussian", "structured", "none"]), default="gaussian")
+@click.option("--noise", type=NOISE_CHOICE, default="gaussian")
 @click.option("--sigma2", type=float, default=1.0, help="noise variance: (1/n) sum E||noise_i||^2")
 @click.option("--d", type=int, default=100, help="dimension")
 @click.option("--stepsize", type=float, default=0.01)
 @click.option("--steps", type=int, default=20000)
 @click.option("--record-every", type=int, default=100)
 @click.option("--seed", type=int, default=0)
-@click.option("--threads", type=int, default=None, help="numba threads (default: all)")
+@click.option("--threads", type=int, default=None,
+              help="numba threads (default: all; 1 for runs below 1e5 node-dimensions)")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="write the trace (Parquet)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @user_errors
@@ -98,7 +108,7 @@ def run_cmd(algorithm, topo_name, problem, zeta, noise, sigma2, d, stepsize, ste
 
 
 @main.command("table3")
-@click.option("--ns", default="16,64,256,1024,4096,16384,65536",
+@click.option("--ns", default=",".join(map(str, TABLE3_NS)),
               help="comma-separated node counts (perfect squares: the torus is square)")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output (records)")
 @user_errors

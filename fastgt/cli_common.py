@@ -6,7 +6,14 @@ import functools
 
 import click
 
+from .algorithms import ALGORITHMS
 from .errors import FastGTError
+from .problems import NOISES, PROBLEMS
+from .topology.weights import WEIGHT_RULES
+
+ALGORITHM_CHOICE = click.Choice(tuple(ALGORITHMS))
+PROBLEM_CHOICE = click.Choice(tuple(PROBLEMS))
+NOISE_CHOICE = click.Choice(tuple(NOISES))
 
 TOPO_OPTIONS = [
     ("--n", int, "number of nodes"),
@@ -17,7 +24,7 @@ TOPO_OPTIONS = [
     ("--prob", float, "erdos_renyi edge probability"),
     ("--radius", float, "geometric graph radius"),
     ("--graph-seed", int, "seed of random graphs (erdos_renyi, geometric)"),
-    ("--weights", click.Choice(["metropolis", "max_degree"]), "weights of general graphs"),
+    ("--weights", click.Choice(WEIGHT_RULES), "weights of general graphs"),
 ]
 
 
@@ -40,6 +47,21 @@ def topo_params(kw: dict) -> dict:
     return params
 
 
+def json_line(obj: dict) -> str:
+    """Strict JSON: non-finite floats (unstable stepsizes, undefined metrics) become null."""
+    import json
+    import math
+
+    clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in obj.items()}
+    return json.dumps(clean, allow_nan=False)
+
+
+class UserError(click.ClickException):
+    """Printed as one line, ``Error: <message>``, with exit code 2 (like click's usage errors)."""
+
+    exit_code = 2
+
+
 def user_errors(f):
     """Turn FastGTError into a one-line message and exit code 2."""
 
@@ -48,6 +70,6 @@ def user_errors(f):
         try:
             return f(*args, **kwargs)
         except FastGTError as err:
-            raise click.UsageError(str(err)) from None
+            raise UserError(str(err)) from None
 
     return wrapper

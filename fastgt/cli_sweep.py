@@ -10,6 +10,7 @@ import threading
 import click
 
 from .cli_common import user_errors
+from .executors import EXECUTORS, MAX_BATCH
 
 
 @click.command("grid")
@@ -20,12 +21,12 @@ from .cli_common import user_errors
 @click.option("--param", "params", multiple=True, metavar="KEY=V1,V2",
               help="make a parameter a grid axis of every [[grid]] table, e.g. --param alpha=0.1,0.2")
 @click.option("--workers", type=int, default=None,
-              help="worker processes (default: the number of cores)")
+              help="worker processes (default: the cores this process may use)")
 @click.option("--threads-per-worker", type=int, default=1, help="numba threads in each worker")
-@click.option("--executor", type=click.Choice(["local", "dask"]), default="local")
+@click.option("--executor", type=click.Choice(EXECUTORS), default="local")
 @click.option("--scheduler", default=None,
               help="dask: 'local' (a LocalCluster on 127.0.0.1) or tcp://HOST:PORT  [default: local]")
-@click.option("--max-batch", type=int, default=16,
+@click.option("--max-batch", type=int, default=MAX_BATCH,
               help="most cells a worker advances together in one compiled loop (cells that "
                    "differ only in seed, stepsize, sigma2, alpha or self_weight); 1: one by one")
 @click.option("--force", is_flag=True, help="recompute cells that are already finished")

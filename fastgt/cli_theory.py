@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from .cli_common import topo_options, topo_params, user_errors
+from .cli_common import (
+    ALGORITHM_CHOICE,
+    NOISE_CHOICE,
+    json_line,
+    topo_options,
+    topo_params,
+    user_errors,
+)
 
 
 @click.command("theory")
-@click.option("--algorithm", type=click.Choice(["gt", "dsgd"]), default="gt")
+@click.option("--algorithm", type=ALGORITHM_CHOICE, default="gt")
 @click.option("--topology", "topo_name", default="ring", help="topology family (see fastgt topo)")
 @topo_options
 @click.option("--problem", type=click.Choice(["quadratic", "consensus"]), default="quadratic",
               help="quadratic: Setup A/B (f_i = ||x||^2); consensus: f_i = 1/2 ||x - mu_i||^2")
-@click.option("--noise", type=click.Choice(["gaussian", "structured", "none"]), default="gaussian",
+@click.option("--noise", type=NOISE_CHOICE, default="gaussian",
               help="gaussian: Setup A; structured: Setup B")
 @click.option("--sigma2", type=float, default=1.0, help="noise variance: (1/n) sum E||noise_i||^2")
 @click.option("--d", type=int, default=100, help="dimension (matters for structured noise)")
@@ -44,7 +49,7 @@ def theory_cmd(algorithm, topo_name, problem, noise, sigma2, d, stepsize, as_jso
     else:
         out.update(theory.stationary(W, algorithm, stepsize, sigma2, problem, noise, d))
     if as_json:
-        click.echo(json.dumps(out))
+        click.echo(json_line(out))
         return
     for k, v in out.items():
         click.echo(f"{k:>14}  {v:.12g}" if isinstance(v, float) else f"{k:>14}  {v}")

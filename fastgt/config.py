@@ -5,9 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-#: numba threads per worker process in sweeps (a single big run uses all threads)
-THREADS_PER_WORKER = 1
-
 #: a single run with fewer node-dimensions (n d) than this uses 1 thread when threads=None:
 #: below it the per-step thread barrier costs more than the second thread brings (measured:
 #: GT at n = 300, d = 100 takes 2.8 ns/elem on 1 thread, 3.4 on 2; at n = 3000, 2.9 vs 2.4)

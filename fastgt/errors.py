@@ -25,14 +25,9 @@ def check_choice(param: str, value, choices) -> None:
 
 
 def check_int(param: str, value, lo: int | None = None, hi: int | None = None) -> int:
-    ok = isinstance(value, (int,)) and not isinstance(value, bool)
-    if not ok:
-        try:
-            import numpy as np
+    import numpy as np
 
-            ok = isinstance(value, np.integer)
-        except ImportError:  # pragma: no cover
-            ok = False
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     if not ok or (lo is not None and value < lo) or (hi is not None and value > hi):
         rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
         raise bad(param, value, rng)

@@ -202,12 +202,16 @@ class DaskBackend:
             self.cluster.close()
 
 
+def check_executor(executor: str, scheduler: str | None) -> None:
+    check_choice("executor", executor, EXECUTORS)
+    if executor == "local" and scheduler is not None:
+        raise FastGTError("scheduler is only for executor='dask'")
+
+
 def make_backend(executor: str, workers: int, threads: int, scheduler: str | None):
     """The one dispatch point: "local" -> LocalBackend, "dask" -> DaskBackend."""
-    check_choice("executor", executor, EXECUTORS)
+    check_executor(executor, scheduler)
     if executor == "local":
-        if scheduler is not None:
-            raise FastGTError("scheduler is only for executor='dask'")
         warm_cache()  # before any worker starts: they all load, none compiles
         return LocalBackend(workers, threads)
     return DaskBackend(scheduler or "local", workers, threads)
@@ -226,7 +230,9 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     retry_failed: recompute cells recorded as failed. Ctrl-C (KeyboardInterrupt) stops the
     workers, releases this sweep's claims and propagates.
     """
-    workers = check_int("workers", os.cpu_count() if workers is None else workers, 1)
+    check_executor(executor, scheduler)  # before DIR is touched
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = check_int("workers", usable if workers is None else workers, 1)
     threads = check_int("threads_per_worker", threads, 1)
     max_batch = check_int("max_batch", max_batch, 1)
     t0 = time.time()

@@ -229,7 +229,28 @@ class GridSpec:
                 params = {**self.run, **{k: v for (k, _), v in zip(axes, combo)}}
                 cell = self._cell(params, g)
                 seen.setdefault(cell.id, cell)
-        return list(seen.values())
+        cells = list(seen.values())
+        self._check_buildable(cells)
+        return cells
+
+    def _check_buildable(self, cells: list[Cell]) -> None:
+        """Build every distinct topology (and problem, on a tiny n, d) of the cells once, so
+        that values only a build can judge (a hypercube's n, a disconnected random graph,
+        mu > L) are errors before anything runs."""
+        from .cellrun import run_arguments
+
+        free = {"seed", "stepsize", "sigma2", "steps", "record_every", "noise", "algorithm", "d"}
+        seen = set()
+        for cell in cells:
+            key = tuple(sorted((k, v) for k, v in cell.params.items() if k not in free))
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                run_arguments(cell.params)["problem"].build(2, 1)
+            except FastGTError as err:
+                shown = ", ".join(f"{k}={v}" for k, v in key)
+                raise FastGTError(f"{self.source}: cell with {shown}: {err}") from None
 
     def _cell(self, params: dict, g: int) -> Cell:
         try:

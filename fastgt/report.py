@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .analysis import aggregate, loglog_slope
+from .analysis import aggregate, loglog_slope, parameter_columns
 from .errors import FastGTError
 
 #: x axes: name -> (label, function of p and c)
@@ -54,20 +54,26 @@ def load_cells(path) -> pd.DataFrame:
 
 
 def theory_line(group: pd.DataFrame, param: str, metric: str, points: int = 40) -> pd.DataFrame:
-    """Exact stationary ``metric`` along the swept parameter, with p and c."""
+    """Exact stationary ``metric`` along the swept parameter, with p and c (empty when the
+    theory does not cover the cells' problem)."""
     from . import theory, topology
 
     first = group.iloc[0]
-    lo, hi = group[param].min(), group[param].max()  # within the swept (p < 1) range
+    lo, hi = group[param].min(), group[param].max()
     grid = np.unique(np.concatenate([np.linspace(lo, hi, points), group[param].unique()]))
-    fixed = {"interp_ring": {"n": int(first["n"]), "self_weight": float(first["self_weight"])},
-             "ring": {"n": int(first["n"])}}[first["topology"]]
+    fixed = {"n": int(first["n"]), "lazy": bool(first.get("lazy", False) is True)}
+    if first["topology"] == "interp_ring":
+        fixed["self_weight"] = float(first["self_weight"])
     rows = []
     for v in grid:
         W = topology(first["topology"], **fixed, **{param: float(v)})
         sp = W.spectrum()
-        st = theory.stationary(W, first["algorithm"], float(first["stepsize"]),
-                               float(first["sigma2"]), noise=first["noise"], d=int(first["d"]))
+        try:
+            st = theory.stationary(W, first["algorithm"], float(first["stepsize"]),
+                                   float(first["sigma2"]), problem=first["problem"],
+                                   noise=first["noise"], d=int(first["d"]))
+        except FastGTError:
+            return pd.DataFrame(columns=[param, "p", "c", metric])
         rows.append({param: v, "p": sp.p, "c": sp.c, metric: st[metric]})
     return pd.DataFrame(rows)
 
@@ -76,14 +82,27 @@ def _with_axes(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(**{k: f(df["p"], df["c"]) for k, (_, f) in AXES.items()})
 
 
+def _groups(ok: pd.DataFrame):
+    """(family, swept parameter, key of the other parameters, what varies, cells): one
+    figure per combination of every parameter but the swept one and the seed."""
+    for family, fam in ok.groupby("topology", sort=True):
+        if family not in FIGURES:
+            continue
+        param = FIGURES[family][1]
+        keys = [c for c in parameter_columns(fam) if c not in (param, "seed")]
+        varying = [k for k in keys if fam[k].nunique(dropna=False) > 1
+                   and k not in ("noise", "algorithm")]
+        for vals, group in fam.groupby(keys, dropna=False, sort=True):
+            key = dict(zip(keys, vals if isinstance(vals, tuple) else (vals,)))
+            if key["noise"] in SETUPS:
+                yield family, param, key, varying, group
+
+
 def report(path, out=None, metric: str = "consensus") -> tuple[pd.DataFrame, list[Path]]:
     """Figures (PNG and PDF) and slopes.md for the paper sweeps under ``path``.
 
     Returns (slope table, written files)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     cells = load_cells(path)
     out = Path(out or path)
@@ -91,14 +110,14 @@ def report(path, out=None, metric: str = "consensus") -> tuple[pd.DataFrame, lis
     # the complete graph (p = 1) has no topology term (consensus is 0 up to rounding)
     ok = cells[(cells["status"] == "ok") & (cells["p"] < 1.0 - 1e-12)]
     rows, files = [], []
-    for (family, noise, algo), group in ok.groupby(["topology", "noise", "algorithm"], sort=True):
-        if family not in FIGURES or noise not in SETUPS:
-            continue
-        title, param, panels = FIGURES[family]
+    for family, param, key, varying, group in _groups(ok):
+        title, _, panels = FIGURES[family]
+        noise, algo = key["noise"], key["algorithm"]
         agg = _with_axes(aggregate(group, values=[metric, "p", "c"], by=[param]).rename(
             columns={"p_mean": "p", "c_mean": "c"}))
         line = _with_axes(theory_line(group, param, metric))
-        fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+        fig = Figure(figsize=(4.2 * len(panels), 3.6))
+        axes = fig.subplots(1, len(panels), squeeze=False)
         for ax, axis in zip(axes[0], panels):
             label = AXES[axis][0]
             sim = loglog_slope(agg, axis, f"{metric}_mean")
@@ -107,22 +126,26 @@ def report(path, out=None, metric: str = "consensus") -> tuple[pd.DataFrame, lis
             err = np.vstack([mean - agg[f"{metric}_ci_low"], agg[f"{metric}_ci_high"] - mean])
             ax.errorbar(agg[axis], mean, yerr=np.nan_to_num(err), fmt="o", capsize=3,
                         label=f"simulated (slope {sim['slope']:.2f})")
-            order = np.argsort(line[axis].to_numpy())
-            ax.plot(line[axis].to_numpy()[order], line[metric].to_numpy()[order], "-",
-                    label=f"exact theory (slope {th['slope']:.2f})")
+            if len(line):
+                order = np.argsort(line[axis].to_numpy())
+                ax.plot(line[axis].to_numpy()[order], line[metric].to_numpy()[order], "-",
+                        label=f"exact theory (slope {th['slope']:.2f})")
             ax.set(xscale="log", yscale="log", xlabel=label, ylabel=metric)
             ax.legend(fontsize=8)
             rows.append({"setup": SETUPS[noise], "figure": title, "algorithm": algo, "x": label,
                          "metric": metric, "slope_simulated": sim["slope"],
                          "slope_theory": th["slope"], "r2_simulated": sim["r2"],
-                         "paper_bound_slope": PAPER_BOUND[axis], "points": int(sim["points"])})
-        fig.suptitle(f"Setup {SETUPS[noise]}, {algo.upper()}, {title}", fontsize=10)
+                         "paper_bound_slope": PAPER_BOUND[axis], "points": int(sim["points"]),
+                         **{k: key[k] for k in varying}})
+        extra = ", ".join(f"{k}={key[k]}" for k in varying)
+        fig.suptitle(f"Setup {SETUPS[noise]}, {algo.upper()}, {title}"
+                     + (f" ({extra})" if extra else ""), fontsize=10)
         fig.tight_layout()
-        stem = out / f"setup{SETUPS[noise]}_{family}_{algo}"
+        stem = out / ("_".join([f"setup{SETUPS[noise]}", family, algo]
+                               + [f"{k}{key[k]}" for k in varying]))
         for ext in ("png", "pdf"):
             fig.savefig(f"{stem}.{ext}", dpi=120)
             files.append(Path(f"{stem}.{ext}"))
-        plt.close(fig)
     if not rows:
         raise FastGTError(f"DIR={str(path)!r} has no ok cells of the paper's sweeps "
                           "(interp_ring or ring, gaussian or structured noise)")

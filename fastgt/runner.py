@@ -29,7 +29,8 @@ CELL_KEYS = ("topology", "stepsize", "sigma2", "seed", "x0")
 class RunResult:
     """``trace``: one row per record (step + METRICS); ``summary``: finals, plateaus, status.
 
-    ``state`` holds the final arrays (X, and Y, G for GT) for inspection or restarts.
+    ``state`` holds the final arrays (X, and Y, G for GT): views into the run's buffers,
+    which they keep alive (all 5 n d doubles for GT); copy what you keep of a large run.
     """
 
     trace: pd.DataFrame
@@ -74,7 +75,6 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     cells as threads). The choice changes the speed, never the numbers.
     """
     t_start = time.perf_counter()
-    ensure_warm()
     algo = get_algorithm(algorithm)
     d = check_int("d", d, 1)
     steps = check_int("steps", steps, 0)
@@ -89,6 +89,7 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
               **{f"problem_{k}": v for k, v in spec.params.items() if np.isscalar(v)},
               "noise": noise, "d": d, "steps": steps, "record_every": record_every}
 
+    ensure_warm()  # after the checks: a typo never waits for a compile
     if threads is None and len(parsed) == 1 and parsed[0].W.n * d < SMALL_RUN:
         threads = 1
     with numba_threads(threads) as nthreads:

@@ -298,5 +298,7 @@ def exists(out) -> bool:
 
 def load(out, traces: bool = True) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """(cells, traces) DataFrames of a sweep directory or URI (traces None if not wanted)."""
+    if not exists(out):
+        raise FastGTError(f"out={str(out)!r} is invalid: allowed an existing sweep directory or URI")
     store = Store(out, create=False)
     return store.read("cells"), (store.read("traces") if traces else None)

@@ -119,10 +119,10 @@ def _curvature(problem) -> float:
     return CURVATURE[name]
 
 
-def _check(algorithm: str, stepsize=None) -> None:
+def _check(algorithm: str, stepsize=None) -> float | None:
+    """Validate; returns the stepsize as a float (None if not given)."""
     check_choice("algorithm", algorithm, ALGORITHMS)
-    if stepsize is not None:
-        check_float("stepsize", stepsize, 0.0, lo_open=True)
+    return None if stepsize is None else check_float("stepsize", stepsize, 0.0, lo_open=True)
 
 
 def max_stepsize(W, algorithm: str, problem="quadratic") -> float:
@@ -148,7 +148,7 @@ def rate(W, algorithm: str, stepsize: float, problem="quadratic") -> float:
     On ``consensus`` the heterogeneity mu is a constant input that cancels from the error
     dynamics (GT) or shifts the fixed point (D-SGD): same rate, curvature 1.
     """
-    _check(algorithm, stepsize)
+    stepsize = _check(algorithm, stepsize)
     a = _curvature(problem)
     sp = W.spectrum()
     radius = mode_radius(np.array([sp.lambda2, sp.lambda_n]), algorithm, stepsize, a)
@@ -173,7 +173,7 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
     coordinates, and the lambda2 mode, the others, are excited) or "none" (all zero). The
     problem is "quadratic" (Setup A/B, a = 2) or "consensus" (GT only, a = 1).
     """
-    _check(algorithm, stepsize)
+    stepsize = _check(algorithm, stepsize)
     a = _curvature(problem)
     reason = unsupported(algorithm, problem)
     if reason:

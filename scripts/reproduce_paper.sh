@@ -3,7 +3,7 @@
 #
 #   scripts/reproduce_paper.sh [--quick] [--out DIR] [--workers N]
 #
-# Full: about 10 minutes on 2 cores; --quick: a reduced version (smaller n and d, fewer
+# Full: about 3 minutes on 2 cores; --quick: a reduced version (smaller n and d, fewer
 # steps and seeds) in under 2 minutes, used by the test suite. Writes DIR/fig1, DIR/fig2
 # (Parquet, one file per cell; a rerun resumes), DIR/*.png|pdf and DIR/slopes.md.
 set -euo pipefail
@@ -32,6 +32,7 @@ else
   fig1=()
   fig2=()
 fi
-"$fastgt" grid "$here/paper/fig1_constant_c.toml" --out "$out/fig1" "${workers[@]}" "${fig1[@]}"
-"$fastgt" grid "$here/paper/fig2_constant_p.toml" --out "$out/fig2" "${workers[@]}" "${fig2[@]}"
+# ${a[@]+"${a[@]}"}: empty arrays expand to nothing under set -u, also in bash < 4.4
+"$fastgt" grid "$here/paper/fig1_constant_c.toml" --out "$out/fig1" ${workers[@]+"${workers[@]}"} ${fig1[@]+"${fig1[@]}"}
+"$fastgt" grid "$here/paper/fig2_constant_p.toml" --out "$out/fig2" ${workers[@]+"${workers[@]}"} ${fig2[@]+"${fig2[@]}"}
 "$fastgt" report "$out"

@@ -170,3 +170,16 @@ def test_dry_run_lists_cells(tmp_path):
     ids = {c.id for c in G.parse_spec(BASE).cells()}
     assert {ln.split()[0] for ln in lines[:-1]} == ids
     assert lines[-1] == "12 cells, 0 done"
+
+
+@pytest.mark.parametrize("body,match", [
+    ('topology = "hypercube"\nn = 300', "power of 2"),
+    ('topology = "torus"\nn = 10', "perfect square"),
+    ('topology = "ring"\nn = 10\nproblem = "hetero_quadratic"\nmu = 5.0\nL = 1.0', "mu=5.0"),
+    ('topology = "ring"\nn = 10\nself_weight = 0.0', "eigenvalue -1"),
+    ('topology = "erdos_renyi"\nn = 30\nprob = 0.01', "disconnected"),
+])
+def test_values_only_a_build_can_judge_fail_before_anything_runs(body, match):
+    """Checked by building each distinct topology and problem once while expanding."""
+    with pytest.raises(FastGTError, match=match):
+        G.parse_spec(f"[run]\n{body}\n").cells()

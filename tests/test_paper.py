@@ -37,3 +37,22 @@ def test_reproduce_paper_quick(tmp_path):
     # asserted here; tests/test_theory.py and test_statistics.py do the statistics
     assert ((sim - theory).abs() < 0.25).all(), list(zip(sim, theory))
     assert (sim > 0).all()
+
+
+def test_report_keeps_sweeps_with_other_parameters_apart(tmp_path):
+    """Cells differing in a parameter other than the swept one (here the stepsize) are
+    never averaged together: one figure and one set of slopes each."""
+    from fastgt.executors import run_sweep
+    from fastgt.grid import parse_spec
+    from fastgt.report import report
+
+    spec = parse_spec('[run]\ntopology = "interp_ring"\nn = 20\nd = 4\nsteps = 3000\n'
+                      'record_every = 100\n[[grid]]\nalpha = [0.5, 0.9]\n'
+                      'stepsize = [0.01, 0.02]\nseed = [0, 1]\n')
+    run_sweep(spec.cells(), str(tmp_path / "sweep"), workers=1, progress=False)
+    table, files = report(str(tmp_path / "sweep"), str(tmp_path / "fig"))
+    assert sorted(p.name for p in files if p.suffix == ".png") == [
+        "setupA_interp_ring_gt_stepsize0.01.png", "setupA_interp_ring_gt_stepsize0.02.png"]
+    assert len(table) == 2 * 4 and set(table["stepsize"]) == {0.01, 0.02}
+    # each stepsize gets its own four panels
+    assert table.groupby("stepsize")["slope_theory"].apply(len).tolist() == [4, 4]

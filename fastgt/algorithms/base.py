@@ -91,7 +91,6 @@ class Algorithm:
     code: int
     init: Callable
     iterates: Callable
-    tracking: bool
     doc: str
 
     def advance(self, batch: Batch, arrays: tuple, cur: int, t0: int, steps: int,

@@ -34,4 +34,4 @@ def iterates(arrays: tuple, cur: int, c: int):
     return arrays[2][c], None
 
 
-DSGD = Algorithm("dsgd", steps.DSGD, init, iterates, tracking=False, doc=__doc__)
+DSGD = Algorithm("dsgd", steps.DSGD, init, iterates, doc=__doc__)

@@ -37,4 +37,4 @@ def iterates(arrays: tuple, cur: int, c: int):
     return X2[c, cur], Y2[c, cur]
 
 
-GT = Algorithm("gt", steps.GT, init, iterates, tracking=True, doc=__doc__)
+GT = Algorithm("gt", steps.GT, init, iterates, doc=__doc__)

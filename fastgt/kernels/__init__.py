@@ -28,7 +28,6 @@ def source_hash() -> str:
 
 
 CACHE_DIR = cache_base() / f"numba-{source_hash()}"
-numba.config.CACHE_DIR = str(CACHE_DIR)
 
 
 def configure_threading() -> None:
@@ -48,3 +47,11 @@ def configure_threading() -> None:
 
 
 configure_threading()
+
+# numba reads its cache directory when a function is decorated: define every kernel under
+# fastgt's directory, then give the user's own setting back
+_user_cache_dir, numba.config.CACHE_DIR = numba.config.CACHE_DIR, str(CACHE_DIR)
+try:
+    from . import metrics, mixing, oracles, rng, steps  # noqa: F401
+finally:
+    numba.config.CACHE_DIR = _user_cache_dir

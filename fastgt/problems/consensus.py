@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import check_float
+from ..errors import check_float, check_int
 from .quadratic import DiagonalQuadratic, _array
 
 
@@ -13,7 +13,7 @@ def consensus(n: int, d: int, mu=None, zeta: float = 1.0, seed: int = 0) -> Diag
     heterogeneity (1/n) sum_i ||grad f_i(x*)||^2 is about zeta^2."""
     if mu is None:
         zeta = check_float("zeta", zeta, 0.0)
-        mu = np.random.default_rng([int(seed), 0xC05]).normal(0.0, zeta / np.sqrt(d), size=(n, d))
+        mu = np.random.default_rng([check_int("seed", seed, 0), 0xC05]).normal(0.0, zeta / np.sqrt(d), size=(n, d))
     mu = _array("mu", mu, n, d)
     const = 0.5 * float(np.mean(np.sum(mu**2, axis=1)))
     return DiagonalQuadratic("consensus", n, d, A=np.ones((n, d)), B=mu.copy(), const=const)

@@ -33,7 +33,7 @@ class Noise:
 def make_noise(name: str, sigma2: float, d: int, W) -> Noise:
     check_choice("noise", name, tuple(NOISES))
     sigma2 = check_float("sigma2", sigma2, 0.0)
-    kind = NOISES[name] if sigma2 > 0 else NONE
+    kind = NOISES[name]  # sigma2 = 0 keeps the kind (scale 0): cells of a batch may differ in sigma2
     uv = np.zeros((2, 1))
     if kind == STRUCTURED:
         sp = W.spectrum(vectors=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import FastGTError, check_float
+from ..errors import FastGTError, bad, check_float, check_int
 
 
 @dataclass(eq=False)
@@ -91,7 +91,10 @@ class DiagonalQuadratic:
 
 
 def _array(name: str, value, n: int, d: int) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64)
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise bad(name, value, f"an (n, d) = ({n}, {d}) array of numbers") from None
     if arr.shape != (n, d):
         raise FastGTError(f"{name} has shape {arr.shape}: allowed (n, d) = ({n}, {d})")
     return arr
@@ -106,7 +109,7 @@ def hetero_quadratic(n: int, d: int, a=None, b=None, L: float = 1.0, mu: float =
                      zeta: float = 1.0, seed: int = 0) -> DiagonalQuadratic:
     """f_i(x) = 1/2 x^T diag(a_i) x - b_i^T x. Drawn when not given:
     a_ik ~ U[mu, L], b_ik ~ N(0, zeta^2 / d)."""
-    rng = np.random.default_rng([int(seed), 0x4E7])
+    rng = np.random.default_rng([check_int("seed", seed, 0), 0x4E7])
     if a is None:
         L = check_float("L", L, 0.0, lo_open=True)
         mu = check_float("mu", mu, 0.0, L, lo_open=True)

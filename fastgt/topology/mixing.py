@@ -100,7 +100,10 @@ class MixingMatrix:
         if sp.issparse(W):
             A = sp.csr_matrix(W, dtype=np.float64)
         else:
-            W = np.asarray(W, dtype=np.float64)
+            try:
+                W = np.asarray(W, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise FastGTError("W must be a square matrix of numbers") from None
             if W.ndim != 2 or W.shape[0] != W.shape[1]:
                 raise FastGTError(f"W must be a square matrix, got shape {W.shape}")
             A = sp.csr_matrix(W)

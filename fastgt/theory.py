@@ -58,16 +58,10 @@ def eigenvalues(W) -> np.ndarray:
 
 
 def _compute_eigenvalues(W) -> np.ndarray:
-    from .topology.spectrum import _first_row, _fwht
+    from .topology.spectrum import mode_eigenvalues
 
     if W.structure is not None:
-        kind, shape = W.structure
-        row = _first_row(W)
-        if kind == "circulant":
-            lam = np.real(np.fft.fftn(row.reshape(shape))).ravel()
-        else:
-            lam = _fwht(row)
-        return np.sort(lam[1:])  # index 0 is the all-ones mode
+        return np.sort(mode_eigenvalues(W)[1:])  # mode 0 is the all-ones vector
     if W.n > DENSE_MAX:
         raise FastGTError(
             f"theory: {W.describe()} has n={W.n} nodes and no closed-form spectrum: all its "

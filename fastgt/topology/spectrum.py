@@ -108,15 +108,21 @@ def _fwht(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _closed(mm, vectors: bool) -> Spectrum:
-    """Eigenvalues of every mode by FFT (circulant) or Walsh-Hadamard (hypercube); the gaps of
-    the extreme modes are then recomputed exactly (``_mode_gaps``)."""
+def mode_eigenvalues(mm) -> np.ndarray:
+    """Eigenvalue of every mode of a circulant or hypercube W (mode 0 is the all-ones
+    vector, eigenvalue 1): FFT or Walsh-Hadamard transform of the first row, O(n log n)."""
     kind, shape = mm.structure
     row = _first_row(mm)
     if kind == "circulant":
-        lam = np.real(np.fft.fftn(row.reshape(shape))).ravel()[1:]
-    else:  # hypercube: Cayley graph of Z_2^dim, characters (-1)^popcount(j & S)
-        lam = _fwht(row)[1:]
+        return np.real(np.fft.fftn(row.reshape(shape))).ravel()
+    return _fwht(row)  # hypercube: Cayley graph of Z_2^dim, characters (-1)^popcount(j & S)
+
+
+def _closed(mm, vectors: bool) -> Spectrum:
+    """Eigenvalues of every mode (``mode_eigenvalues``); the gaps of the extreme modes are
+    then recomputed exactly (``_mode_gaps``)."""
+    kind, shape = mm.structure
+    lam = mode_eigenvalues(mm)[1:]
     # mode 0 (the all-ones vector, eigenvalue 1) is left out. Transform errors are ~1e-15, so
     # every mode within CANDIDATE_TOL of an extreme is a candidate; the exact gaps decide.
     # (Huge sets of candidates are exact ties, e.g. the complete graph: a few suffice.)

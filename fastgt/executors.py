@@ -162,6 +162,15 @@ class DaskBackend:
             address = self.cluster.scheduler_address
         else:
             address = scheduler
+        self.client, self.futures = None, set()
+        try:
+            self._connect(address, scheduler, threads)
+        except BaseException:
+            self.close()  # a failed start leaves no cluster or client behind
+            raise
+
+    def _connect(self, address: str, scheduler: str, threads: int) -> None:
+        distributed = self.distributed
         try:
             self.client = distributed.Client(address, timeout="20s")
         except OSError as err:
@@ -169,7 +178,6 @@ class DaskBackend:
                               "'local' or the address of a running Dask scheduler") from None
         nthreads = self.client.nthreads()
         self.capacity = sum(nthreads.values()) + 1
-        self.futures: set = set()
         if any(k > 1 for k in nthreads.values()):
             print(f"fastgt: Dask workers with several threads run that many cells at once, each "
                   f"with {threads} numba thread(s); start them with --nthreads 1", file=sys.stderr)
@@ -195,9 +203,10 @@ class DaskBackend:
             return [(failed_row(f"dask task lost: {type(err).__name__}: {err}"), None, {})] * count
 
     def close(self, terminate: bool = False) -> None:
-        if terminate and self.futures:
-            self.client.cancel(list(self.futures))
-        self.client.close()
+        if self.client is not None:
+            if terminate and self.futures:
+                self.client.cancel(list(self.futures))
+            self.client.close()
         if self.cluster is not None:
             self.cluster.close()
 

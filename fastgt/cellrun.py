@@ -25,14 +25,22 @@ THEORY_KEYS = ("theory_loss_avg", "theory_loss_nodes", "theory_consensus", "theo
 THEORY_DENSE_MAX = 4096
 
 
-def run_arguments(params: dict) -> dict:
-    """Keyword arguments of :func:`fastgt.run` for a cell's canonical parameters."""
+def run_arguments(params: dict, topologies: dict | None = None) -> dict:
+    """Keyword arguments of :func:`fastgt.run` for a cell's canonical parameters.
+
+    topologies: a memo of built mixing matrices (cells of one task often share one, and with
+    it its spectrum and theory eigenvalues)."""
     from . import problem, topology
 
     topo_keys = {v: k for k, v in TOPO_RENAME.items()}
     prob_keys = {v: k for k, v in PROBLEM_RENAME.items()}
-    W = topology(params["topology"], **{topo_keys.get(k, k): params[k]
-                                        for k in topology_params(params["topology"]) if k in params})
+    tkw = {topo_keys.get(k, k): params[k] for k in topology_params(params["topology"])
+           if k in params}
+    memo = {} if topologies is None else topologies
+    key = (params["topology"], tuple(sorted(tkw.items())))
+    if key not in memo:
+        memo[key] = topology(params["topology"], **tkw)
+    W = memo[key]
     prob = problem(params["problem"], **{prob_keys.get(k, k): params[k]
                                          for k in problem_grid_params(params["problem"])
                                          if k in params})
@@ -72,7 +80,8 @@ def run_cells(plist: list[dict], threads: int = 1) -> list[tuple[dict, object, d
     meta = {"host": socket.gethostname(), "pid": os.getpid(),
             "start_time": datetime.datetime.fromtimestamp(start, datetime.UTC).isoformat(),
             **versions()}
-    cells = [_Prepared(params, meta) for params in plist]
+    topologies: dict = {}
+    cells = [_Prepared(params, meta, topologies) for params in plist]
     todo = [c for c in cells if c.kwargs is not None]
     if len(todo) > 1:
         shared = {k: todo[0].kwargs[k] for k in ("algorithm", "problem", "noise", "d", "steps",
@@ -95,11 +104,12 @@ def run_cells(plist: list[dict], threads: int = 1) -> list[tuple[dict, object, d
 class _Prepared:
     """One cell of a task: spectrum and theory first, then its run's results."""
 
-    def __init__(self, params: dict, meta: dict):
+    def __init__(self, params: dict, meta: dict, topologies: dict):
         t0 = time.perf_counter()
-        self.row, self.trace, self.meta, self.kwargs, self.result = {"error": None}, None, dict(meta), None, None
+        self.row, self.trace, self.meta = {"error": None}, None, dict(meta)
+        self.kwargs, self.result = None, None
         try:
-            self.kwargs = run_arguments(params)
+            self.kwargs = run_arguments(params, topologies)
             sp = self.kwargs["topology"].spectrum()
             self.row.update({k: float(getattr(sp, k)) for k in SPECTRUM_KEYS})
             self.row.update(theory_row(self.kwargs, params))

@@ -5,7 +5,7 @@ A dense complete graph or an interpolated ring thus costs O(n d) per mix, never 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -82,6 +82,9 @@ class MixingMatrix:
         from .spectrum import compute_spectrum
 
         key = (vectors, method)
+        if key not in self._spectra and not vectors and (True, method) in self._spectra:
+            # the same values are known, computed with the vectors: no second decomposition
+            self._spectra[key] = replace(self._spectra[(True, method)], u=None, v=None)
         if key not in self._spectra:
             self._spectra[key] = compute_spectrum(self, vectors=vectors, method=method)
         return self._spectra[key]

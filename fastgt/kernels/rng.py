@@ -14,6 +14,8 @@ radius, 2m+1 the angle. log, sin and cos are evaluated by polynomials (relative 
     (z0, z1) = r (cos angle, sin angle)
 """
 
+import math
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -82,6 +84,23 @@ def row_key(tkey, node):
     return mix64(tkey ^ (np.uint64(node + 1) * M2))
 
 
+#: Horner coefficients, highest degree first, in powers of x^2 (or s^2 for the log):
+#: ln f = 2 s sum_j s^(2j) / (2j + 1) for j <= 10 (|s| < 0.1716: truncation < 1e-17);
+#: sin x = x sum_j (-1)^j x^(2j) / (2j + 1)! for j <= 8, cos x = sum_j (-1)^j x^(2j) / (2j)!
+#: for j <= 8 (|x| <= pi/4: truncation < 1e-17)
+LOG_COEFS = tuple(1.0 / (2 * j + 1) for j in range(10, -1, -1))
+SIN_COEFS = tuple((-1) ** j / math.factorial(2 * j + 1) for j in range(8, -1, -1))
+COS_COEFS = tuple((-1) ** j / math.factorial(2 * j) for j in range(8, -1, -1))
+
+
+@njit(**INLINE_FLAGS)
+def _horner(z, coefs):
+    p = coefs[0]
+    for c in coefs[1:]:
+        p = p * z + c
+    return p
+
+
 @njit(**INLINE_FLAGS)
 def _log_unit(u):
     """ln(u) for u in (0, 1]: u = 2^e f, f in [sqrt(1/2), sqrt(2)), atanh series in s."""
@@ -92,45 +111,14 @@ def _log_unit(u):
     f = f * 0.5 if big else f
     e = e + 1.0 if big else e
     s = (f - 1.0) / (f + 1.0)
-    s2 = s * s
-    # ln f = 2 atanh(s) = 2 s sum_j s^(2j) / (2j + 1), |s| < 0.1716, truncation < 1e-17
-    p = 1.0 / 21.0
-    p = p * s2 + 1.0 / 19.0
-    p = p * s2 + 1.0 / 17.0
-    p = p * s2 + 1.0 / 15.0
-    p = p * s2 + 1.0 / 13.0
-    p = p * s2 + 1.0 / 11.0
-    p = p * s2 + 1.0 / 9.0
-    p = p * s2 + 1.0 / 7.0
-    p = p * s2 + 1.0 / 5.0
-    p = p * s2 + 1.0 / 3.0
-    p = p * s2 + 1.0
-    return e * LN2 + 2.0 * s * p
+    return e * LN2 + 2.0 * s * _horner(s * s, LOG_COEFS)
 
 
 @njit(**INLINE_FLAGS)
 def _sincos_quarter(x):
-    """(sin x, cos x) for |x| <= pi/4 by Taylor polynomials (truncation < 1e-17)."""
+    """(sin x, cos x) for |x| <= pi/4 by Taylor polynomials."""
     x2 = x * x
-    s = 1.0 / 355687428096000.0  # 1/17!, then Horner down the alternating series
-    s = s * x2 - 1.0 / 1307674368000.0
-    s = s * x2 + 1.0 / 6227020800.0
-    s = s * x2 - 1.0 / 39916800.0
-    s = s * x2 + 1.0 / 362880.0
-    s = s * x2 - 1.0 / 5040.0
-    s = s * x2 + 1.0 / 120.0
-    s = s * x2 - 1.0 / 6.0
-    s = s * x2 + 1.0
-    c = 1.0 / 20922789888000.0
-    c = c * x2 - 1.0 / 87178291200.0
-    c = c * x2 + 1.0 / 479001600.0
-    c = c * x2 - 1.0 / 3628800.0
-    c = c * x2 + 1.0 / 40320.0
-    c = c * x2 - 1.0 / 720.0
-    c = c * x2 + 1.0 / 24.0
-    c = c * x2 - 0.5
-    c = c * x2 + 1.0
-    return x * s, c
+    return x * _horner(x2, SIN_COEFS), _horner(x2, COS_COEFS)
 
 
 @njit(**INLINE_FLAGS)

@@ -57,7 +57,9 @@ class Batch:
         C, n, d = len(cells), first.W.n, problem.d
         self.C, self.n, self.d = C, n, d
         nb = int(n_blocks(n))
-        self.scratch = np.zeros((C, nb, d))  # per-block gradient row
+        # per-block noise row, padded to whole 16-double groups: the generator's vector loop
+        # then runs no scalar remainder (the values of coordinates < d do not change)
+        self.scratch = np.zeros((C, nb, -(-d // 16) * 16))
         self.part = np.zeros((C, nb, 2, d))  # per-block column sums
         self.means = np.zeros((C, 2, d))  # column means of the mixed quantities
         self.mix = (first.W.indptr, first.W.indices,

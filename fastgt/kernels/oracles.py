@@ -27,8 +27,10 @@ def draw_shared(kind, tkey, xi, scale):
 
 @njit(**NJIT_FLAGS)
 def noise_row(out, kind, tkey, i, scale, xi, uv, dv):
-    """out = node i's gradient noise at the step with key tkey."""
-    d = out.shape[0]
+    """out[:d] = node i's gradient noise at the step with key tkey (d = len(xi)).
+
+    ``out`` may be longer than d (padded to whole vectors): gaussian noise then fills it all,
+    coordinate k's value never depends on the length."""
     if kind == GAUSSIAN:
         fill_normals(row_key(tkey, i), out, scale)
     elif kind == STRUCTURED:
@@ -36,10 +38,10 @@ def noise_row(out, kind, tkey, i, scale, xi, uv, dv):
         u = uv[1, i]
         for k in range(dv):
             out[k] = xi[k] * v
-        for k in range(dv, d):
+        for k in range(dv, xi.shape[0]):
             out[k] = xi[k] * u
     else:
-        for k in range(d):
+        for k in range(out.shape[0]):
             out[k] = 0.0
 
 

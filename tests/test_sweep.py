@@ -123,11 +123,17 @@ def _wait_for_files(out, count, proc, timeout=120):
 STEPS = 100_000  # ~0.5 s per cell on one thread
 
 
-def test_sigkill_loses_only_cells_in_flight_and_rerun_completes(tmp_path):
-    spec = _spec(tmp_path, STEPS, 12)
+def _sweep_until(tmp_path, cells: int, written: int):
+    """(spec, out, process) of a 2-worker background sweep once ``written`` cells exist."""
+    spec = _spec(tmp_path, STEPS, cells)
     out = tmp_path / "out"
     proc = _start(spec, out, 2)
-    _wait_for_files(out, 4, proc)
+    _wait_for_files(out, written, proc)
+    return spec, out, proc
+
+
+def test_sigkill_loses_only_cells_in_flight_and_rerun_completes(tmp_path):
+    spec, out, proc = _sweep_until(tmp_path, 12, 4)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     time.sleep(0.2)  # orphaned workers die with their process group
@@ -155,10 +161,7 @@ def test_sigkill_loses_only_cells_in_flight_and_rerun_completes(tmp_path):
 
 
 def test_ctrl_c_stops_cleanly(tmp_path):
-    spec = _spec(tmp_path, STEPS, 8)
-    out = tmp_path / "out"
-    proc = _start(spec, out, 2)
-    _wait_for_files(out, 1, proc)
+    _, out, proc = _sweep_until(tmp_path, 8, 1)
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in err

@@ -34,7 +34,7 @@ LLC_BYTES = 32 * 2**20  # treat states below this as cache resident
 def _normals(out, seed):
     tkey = step_key(stream_key(seed, 0), 0)
     for i in prange(out.shape[0]):
-        fill_normals(row_key(tkey, i), out[i], 1.0)
+        fill_normals(row_key(tkey, i), out, i, 1.0)
 
 
 @njit(parallel=True, cache=True, fastmath={"contract"})

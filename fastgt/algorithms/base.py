@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ..errors import FastGTError, bad
@@ -75,7 +76,7 @@ class Batch:
     def oracle_args(self, c: int) -> tuple:
         """Arguments of the single-cell oracle kernels for cell c."""
         seed, kind, scale, xi, uv, dv = self.oracle[:6]
-        return (int(seed[c]), kind, float(scale[c]), xi[c], uv[c], dv) + self.oracle[6:]
+        return (int(seed[c]), kind, float(scale[c]), xi[c:c + 1], uv[c:c + 1], dv) + self.oracle[6:]
 
 
 @dataclass(frozen=True)
@@ -102,5 +103,7 @@ class Algorithm:
         by_cells: one thread per cell (no per-step barrier) instead of parallel row blocks
         within each step; both give identical bits."""
         state = arrays + (batch.scratch, batch.part, batch.means)
-        driver = chunk_cells if by_cells else chunk_blocks
-        return driver(self.code, t0, steps, cur, state, batch.mix, batch.oracle)
+        if by_cells:
+            return chunk_cells(self.code, t0, steps, cur, state, batch.mix, batch.oracle)
+        return chunk_blocks(self.code, t0, steps, cur, state, batch.mix, batch.oracle,
+                            numba.get_num_threads())

@@ -11,20 +11,16 @@ import numpy as np
 from numba import njit
 
 from ..config import NJIT_FLAGS
-from .mixing import accumulate, block_range, reduce_blocks, zero
+from .mixing import block_range, block_sums, reduce_blocks
 
 
 @njit(**NJIT_FLAGS)
 def quadratic_metrics(X, Y, has_y, abar, xstar, part, out):
     n, d = X.shape
     nb = part.shape[0]
-    for b in range(nb):
-        lo, hi = block_range(b, nb, n)
-        zero(part[b])
-        for i in range(lo, hi):
-            accumulate(part[b, 0], X[i])
-            if has_y:
-                accumulate(part[b, 1], Y[i])
+    block_sums(X, part, 0)
+    if has_y:
+        block_sums(Y, part, 1)
     xbar = np.empty(d)
     ybar = np.zeros(d)
     reduce_blocks(part, 0, xbar, n)

@@ -3,6 +3,10 @@
 Rows are processed in ``nb`` fixed blocks (nb depends on n only, never on the thread
 count); column sums are accumulated per block and reduced in block order, so every
 result is bit-identical for any number of threads.
+
+Row helpers index whole 2-d arrays by row (``out[i, k]``) instead of taking row views: a
+view made per row costs two atomic reference-count updates, which at d = 100 cost as much
+as the row's arithmetic.
 """
 
 from numba import njit
@@ -11,6 +15,9 @@ from ..config import INLINE_FLAGS, NJIT_FLAGS
 
 BLOCKS_MAX = 256
 ROWS_MIN = 8
+#: CSR entries mixed in the first, fused pass over a row (the self loop and up to 4
+#: neighbours: a ring or a 2-d torus in one pass); each further entry takes its own pass
+FUSED_MAX = 5
 
 
 @njit(**NJIT_FLAGS)
@@ -24,41 +31,67 @@ def block_range(b, nb, n):
     return b * bs, min(n, (b + 1) * bs)
 
 
-@njit(**NJIT_FLAGS)
-def mix_rows(xo, yo, two, i, indptr, indices, weights, beta, mx, my, X, Y):
-    """xo = (W X)_i = sum_j a_ij X_j + beta * mean(X), and, when ``two``, yo = (W Y)_i in the
-    same pass over the neighbours (GT mixes X and Y; D-SGD only Z)."""
-    d = xo.shape[0]
-    for k in range(d):
-        xo[k] = beta * mx[k]
-    if two:
+@njit(**INLINE_FLAGS)
+def mix_row(out, i, X, indptr, indices, w, beta, mean):
+    """out[i] = beta * mean + sum_e w_e X[j_e] over row i's CSR entries e, added in entry
+    order; the first FUSED_MAX entries in one pass (a loop per count, so that each one
+    vectorizes with its rows' pointers known).
+
+    The first product is written before ``beta * mean`` so that FMA contraction fuses each
+    product into the running sum (fma(w0, x0, beta * mean), then fma(w1, x1, .), ...): the
+    same roundings as adding one entry per pass."""
+    d = out.shape[1]
+    e0, e1 = indptr[i], indptr[i + 1]
+    m = min(e1 - e0, FUSED_MAX)
+    if m == 0:
         for k in range(d):
-            yo[k] = beta * my[k]
-    for e in range(indptr[i], indptr[i + 1]):
-        j = indices[e]
-        w = weights[e]
-        if two:
-            for k in range(d):
-                xo[k] += w * X[j, k]
-                yo[k] += w * Y[j, k]
-        else:
-            for k in range(d):
-                xo[k] += w * X[j, k]
+            out[i, k] = beta * mean[k]
+        return
+    j0, w0 = indices[e0], w[e0]
+    if m == 1:
+        for k in range(d):
+            out[i, k] = w0 * X[j0, k] + beta * mean[k]
+        return
+    j1, w1 = indices[e0 + 1], w[e0 + 1]
+    if m == 2:
+        for k in range(d):
+            out[i, k] = w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k]
+        return
+    j2, w2 = indices[e0 + 2], w[e0 + 2]
+    if m == 3:
+        for k in range(d):
+            out[i, k] = w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k] + w2 * X[j2, k]
+        return
+    j3, w3 = indices[e0 + 3], w[e0 + 3]
+    if m == 4:
+        for k in range(d):
+            out[i, k] = (w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k] + w2 * X[j2, k]
+                         + w3 * X[j3, k])
+        return
+    j4, w4 = indices[e0 + 4], w[e0 + 4]
+    for k in range(d):
+        out[i, k] = (w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k] + w2 * X[j2, k]
+                     + w3 * X[j3, k] + w4 * X[j4, k])
+    for e in range(e0 + FUSED_MAX, e1):
+        j, we = indices[e], w[e]
+        for k in range(d):
+            out[i, k] += we * X[j, k]
 
 
 @njit(**INLINE_FLAGS)
-def zero(a):
-    """a[...] = 0 for a C-contiguous array, as a loop (array expressions inside prange
-    become nested parfors, which cost compile time and nothing else)."""
-    flat = a.reshape(a.size)
-    for k in range(flat.shape[0]):
-        flat[k] = 0.0
+def zero_rows(part, b, q0, q1):
+    """part[b, q0:q1] = 0, as a loop (array expressions inside prange become nested
+    parfors, which cost compile time and nothing else)."""
+    for q in range(q0, q1):
+        for k in range(part.shape[2]):
+            part[b, q, k] = 0.0
 
 
-@njit(**NJIT_FLAGS)
-def accumulate(acc, row):
-    for k in range(row.shape[0]):
-        acc[k] += row[k]
+@njit(**INLINE_FLAGS)
+def add_row(part, b, q, Z, i):
+    """part[b, q] += Z[i]."""
+    for k in range(Z.shape[1]):
+        part[b, q, k] += Z[i, k]
 
 
 @njit(**INLINE_FLAGS)
@@ -75,13 +108,19 @@ def reduce_blocks(part, q, out, n):
 
 
 @njit(**NJIT_FLAGS)
-def column_means(Z, part, q, out):
-    """out = mean over rows of Z, summed in the same block order as the step kernels."""
+def block_sums(Z, part, q):
+    """part[b, q] = sum of Z's rows in block b, rows added in order (as the step kernels do)."""
     n = Z.shape[0]
     nb = part.shape[0]
     for b in range(nb):
         lo, hi = block_range(b, nb, n)
-        zero(part[b, q])
+        zero_rows(part, b, q, q + 1)
         for i in range(lo, hi):
-            accumulate(part[b, q], Z[i])
-    reduce_blocks(part, q, out, n)
+            add_row(part, b, q, Z, i)
+
+
+@njit(**NJIT_FLAGS)
+def column_means(Z, part, q, out):
+    """out = mean over rows of Z, summed in the same block order as the step kernels."""
+    block_sums(Z, part, q)
+    reduce_blocks(part, q, out, Z.shape[0])

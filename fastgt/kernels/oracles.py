@@ -6,6 +6,8 @@ when the problem is homogeneous (``hetero`` False: Setup A's f_i = ||x||^2 is a0
 Noise kinds: NONE; GAUSSIAN (Setup A: i.i.d. N(0, sigma2/d) per node, step, coordinate);
 STRUCTURED (Setup B: one xi ~ N(0, sigma2/d I_d) per step shared by all nodes, node i's
 coordinate k gets xi_k * uv[0, i] for k < dv and xi_k * uv[1, i] otherwise).
+
+Row helpers write row r of a 2-d array (no per-row views, see mixing.py).
 """
 
 from numba import njit
@@ -19,52 +21,54 @@ STRUCTURED = 2
 
 
 @njit(**INLINE_FLAGS)
-def draw_shared(kind, tkey, xi, scale):
-    """The step's shared draw (Setup B's xi); call once per step before the rows."""
+def draw_shared(kind, tkey, xi, c, scale):
+    """xi[c] = the step's shared draw (Setup B's xi); call once per step before the rows."""
     if kind == STRUCTURED:
-        fill_normals(row_key(tkey, -1), xi, scale)
+        fill_normals(row_key(tkey, -1), xi, c, scale)
 
 
-@njit(**NJIT_FLAGS)
-def noise_row(out, kind, tkey, i, scale, xi, uv, dv):
-    """out[:d] = node i's gradient noise at the step with key tkey (d = len(xi)).
+@njit(**INLINE_FLAGS)
+def noise_row(out, r, kind, tkey, i, scale, xi, c, uv, dv):
+    """out[r, :d] = node i's gradient noise at the step with key tkey (d = xi.shape[1]);
+    xi[c] is the step's shared draw, uv[c] the cell's structure vectors.
 
-    ``out`` may be longer than d (padded to whole vectors): gaussian noise then fills it all,
-    coordinate k's value never depends on the length."""
+    ``out`` may be wider than d (padded to whole vectors): gaussian noise then fills the
+    row, coordinate k's value never depends on the width."""
     if kind == GAUSSIAN:
-        fill_normals(row_key(tkey, i), out, scale)
+        fill_normals(row_key(tkey, i), out, r, scale)
     elif kind == STRUCTURED:
-        v = uv[0, i]
-        u = uv[1, i]
+        v = uv[c, 0, i]
+        u = uv[c, 1, i]
         for k in range(dv):
-            out[k] = xi[k] * v
-        for k in range(dv, xi.shape[0]):
-            out[k] = xi[k] * u
+            out[r, k] = xi[c, k] * v
+        for k in range(dv, xi.shape[1]):
+            out[r, k] = xi[c, k] * u
     else:
-        for k in range(out.shape[0]):
-            out[k] = 0.0
+        for k in range(out.shape[1]):
+            out[r, k] = 0.0
 
 
-@njit(**NJIT_FLAGS)
-def add_grad_row(g, x, i, hetero, a0, A, B):
-    """g += grad f_i(x)."""
-    d = g.shape[0]
+@njit(**INLINE_FLAGS)
+def grad_row(g, r, x, i, hetero, a0, A, B):
+    """g[r] += grad f_i(x[i])."""
+    d = x.shape[1]
     if hetero:
         for k in range(d):
-            g[k] += A[i, k] * x[k] - B[i, k]
+            g[r, k] += A[i, k] * x[i, k] - B[i, k]
     else:
         for k in range(d):
-            g[k] += a0 * x[k]
+            g[r, k] += a0 * x[i, k]
 
 
 @njit(**NJIT_FLAGS)
 def stochastic_grads(t, X, G, seed, kind, scale, xi, uv, dv, hetero, a0, A, B):
-    """G = grad F(X, xi^(t)) for every node (used once, at t = 0, and by tests)."""
+    """G = grad F(X, xi^(t)) for every node of one cell (used once, at t = 0, and by
+    tests); xi (1, d) and uv (1, 2, n) are the cell's own."""
     tkey = step_key(stream_key(seed, STREAM_NOISE), t)
-    draw_shared(kind, tkey, xi, scale)
+    draw_shared(kind, tkey, xi, 0, scale)
     for i in range(X.shape[0]):
-        noise_row(G[i], kind, tkey, i, scale, xi, uv, dv)
-        add_grad_row(G[i], X[i], i, hetero, a0, A, B)
+        noise_row(G, i, kind, tkey, i, scale, xi, 0, uv, dv)
+        grad_row(G, i, X, i, hetero, a0, A, B)
 
 
 @njit(**NJIT_FLAGS)
@@ -72,4 +76,4 @@ def normal_matrix(seed, stream, out, scale):
     """out[i, k] = scale * N(0, 1) from stream ``stream`` of ``seed`` (step 0)."""
     tkey = step_key(stream_key(seed, stream), 0)
     for i in range(out.shape[0]):
-        fill_normals(row_key(tkey, i), out[i], scale)
+        fill_normals(row_key(tkey, i), out, i, scale)

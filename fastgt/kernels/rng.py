@@ -139,14 +139,15 @@ def normal_pair(rkey, m):
     return r * a, r * b
 
 
-@njit(**NJIT_FLAGS)
-def fill_normals(rkey, out, scale):
-    """out[k] = scale * z_k for the row with key rkey (odd lengths drop the last pair's z1)."""
-    d = out.shape[0]
+@njit(**INLINE_FLAGS)
+def fill_normals(rkey, out, r, scale):
+    """out[r, k] = scale * z_k for the row with key rkey (an odd row length drops the last
+    pair's z1)."""
+    d = out.shape[1]
     for m in range(d // 2):
         z0, z1 = normal_pair(rkey, m)
-        out[2 * m] = scale * z0
-        out[2 * m + 1] = scale * z1
+        out[r, 2 * m] = scale * z0
+        out[r, 2 * m + 1] = scale * z1
     if d % 2 == 1:
         z0, _ = normal_pair(rkey, d // 2)
-        out[d - 1] = scale * z0
+        out[r, d - 1] = scale * z0

@@ -7,7 +7,7 @@ run is C = 1. Arrays (``state``, ``mix``, ``oracle`` tuples):
     state  = (S1, S2, S3, scratch, part, means)
              GT:    S1 = X (C, 2, n, d), S2 = Y (C, 2, n, d), S3 = G (C, n, d)
              D-SGD: S1 = Z = X - gamma G (C, 2, n, d), S2 unused, S3 = X (C, n, d)
-             scratch (C, nb, d), part (C, nb, 2, d), means (C, 2, d)
+             scratch (C, nb, >= d: a noise row per block), part (C, nb, 2, d), means (C, 2, d)
     mix    = (indptr, indices, weights (C, nnz), beta (C,), gamma (C,))
     oracle = (seed (C,), kind, scale (C,), xi (C, d), uv (C, 2, m), dv, hetero, a0, A, B)
 
@@ -16,15 +16,16 @@ new ``cur``. One step of one cell is: the shared draw, then every row block (mix
 gradient, update, block column sums), then the mean-term reduction. Two drivers order the
 same work differently and give identical bits:
 
-- ``chunk_blocks``: per step, one parallel pass over all (cell, block) pairs: for big runs;
+- ``chunk_blocks``: per step, one parallel pass over (cell, run of blocks) pairs: for big
+  runs;
 - ``chunk_cells``: cells in parallel, each advanced through all steps by one thread, no
   per-step barrier: for batches of small cells.
 """
 
 from numba import njit, prange
 
-from ..config import NJIT_FLAGS
-from .mixing import accumulate, block_range, mix_rows, reduce_blocks, zero
+from ..config import INLINE_FLAGS, NJIT_FLAGS
+from .mixing import add_row, block_range, mix_row, reduce_blocks, zero_rows
 from .oracles import draw_shared, noise_row
 from .rng import STREAM_NOISE, step_key, stream_key
 
@@ -32,46 +33,47 @@ GT = 0
 DSGD = 1
 
 
-@njit(**NJIT_FLAGS)
-def gt_row_update(xr, yr, g, gi, i, gamma, hetero, a0, A, B):
-    """With xr = (W X)_i, yr = (W Y)_i and g = node i's noise, in one pass:
-    x' = xr - gamma yr, g' = g + grad f_i(x'), y' = yr + g' - g_old, g_old <- g'."""
-    d = xr.shape[0]
+@njit(**INLINE_FLAGS)
+def gt_update(Xn, Yn, G, g, r, i, gamma, hetero, a0, A, B):
+    """With Xn[i] = (W X)_i, Yn[i] = (W Y)_i and g[r] = node i's noise, in one pass:
+    x' = Xn[i] - gamma Yn[i], g' = g[r] + grad f_i(x'), Yn[i] += g' - G[i], G[i] = g',
+    Xn[i] = x'."""
+    d = Xn.shape[1]
     if hetero:
         for k in range(d):
-            x = xr[k] - gamma * yr[k]
-            gk = g[k] + (A[i, k] * x - B[i, k])
-            yr[k] += gk - gi[k]
-            gi[k] = gk
-            xr[k] = x
+            x = Xn[i, k] - gamma * Yn[i, k]
+            gk = g[r, k] + (A[i, k] * x - B[i, k])
+            Yn[i, k] += gk - G[i, k]
+            G[i, k] = gk
+            Xn[i, k] = x
     else:
         for k in range(d):
-            x = xr[k] - gamma * yr[k]
-            gk = g[k] + a0 * x
-            yr[k] += gk - gi[k]
-            gi[k] = gk
-            xr[k] = x
+            x = Xn[i, k] - gamma * Yn[i, k]
+            gk = g[r, k] + a0 * x
+            Yn[i, k] += gk - G[i, k]
+            G[i, k] = gk
+            Xn[i, k] = x
 
 
-@njit(**NJIT_FLAGS)
-def dsgd_row_update(zr, xout, last, g, i, gamma, hetero, a0, A, B):
-    """With zr = (W Z)_i = x' and g = node i's noise: z' = x' - gamma (g + grad f_i(x')),
-    and x' copied to xout when ``last``."""
-    d = zr.shape[0]
+@njit(**INLINE_FLAGS)
+def dsgd_update(Zn, X, last, g, r, i, gamma, hetero, a0, A, B):
+    """With Zn[i] = (W Z)_i = x' and g[r] = node i's noise: Zn[i] = x' - gamma (g[r] +
+    grad f_i(x')), and x' copied to X[i] when ``last``."""
+    d = Zn.shape[1]
     if last:
         for k in range(d):
-            xout[k] = zr[k]
+            X[i, k] = Zn[i, k]
     if hetero:
         for k in range(d):
-            x = zr[k]
-            zr[k] = x - gamma * (g[k] + (A[i, k] * x - B[i, k]))
+            x = Zn[i, k]
+            Zn[i, k] = x - gamma * (g[r, k] + (A[i, k] * x - B[i, k]))
     else:
         for k in range(d):
-            x = zr[k]
-            zr[k] = x - gamma * (g[k] + a0 * x)
+            x = Zn[i, k]
+            Zn[i, k] = x - gamma * (g[r, k] + a0 * x)
 
 
-@njit(**NJIT_FLAGS)
+@njit(**INLINE_FLAGS)
 def cell_key(seed, t):
     return step_key(stream_key(seed, STREAM_NOISE), t)
 
@@ -80,42 +82,42 @@ def cell_key(seed, t):
 def step_begin(c, t, oracle):
     """The step's shared draw (Setup B's xi) of cell c, before any row."""
     seed, kind, scale, xi = oracle[0], oracle[1], oracle[2], oracle[3]
-    draw_shared(kind, cell_key(seed[c], t), xi[c], scale[c])
+    draw_shared(kind, cell_key(seed[c], t), xi, c, scale[c])
 
 
 @njit(**NJIT_FLAGS)
 def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
     """Step t of cell c on row blocks [b0, b1): per row, mix the neighbours, draw the
-    noise, apply the algorithm's update (gt_row_update or dsgd_row_update) and add the row
-    to its block's column sums. D-SGD writes X when ``last``."""
+    noise, apply the algorithm's update (gt_update or dsgd_update) and add the row to its
+    block's column sums. D-SGD writes X when ``last``. Block b's noise row is scratch[c, b]."""
     S1, S2, S3, scratch, part, means = state
     indptr, indices, weights, beta, gamma = mix
     seed, kind, scale, xi, uv, dv, hetero, a0, A, B = oracle
     gt = algo == GT
     n = S3.shape[1]
     nb = scratch.shape[1]
-    w, bt, gm = weights[c], beta[c], gamma[c]
+    # the cell's views, once per call: GT X, Y -> Xn, Yn and G; D-SGD Z -> Xn and X in G
+    X, Xn, Y, Yn, G = S1[c, cur], S1[c, 1 - cur], S2[c, cur], S2[c, 1 - cur], S3[c]
+    g, pc, w, mx, my = scratch[c], part[c], weights[c], means[c, 0], means[c, 1]
+    bt, gm, sc = beta[c], gamma[c], scale[c]
     tkey = cell_key(seed[c], t)
     for b in range(b0, b1):
         lo, hi = block_range(b, nb, n)
-        g = scratch[c, b]
-        pb = part[c, b]
         if bt != 0.0:
-            zero(pb)
+            zero_rows(pc, b, 0, 2)
         for i in range(lo, hi):
-            xr = S1[c, 1 - cur, i]  # GT: next X row; D-SGD: next Z row
-            yr = S2[c, 1 - cur, i]  # GT: next Y row; D-SGD: unused
-            mix_rows(xr, yr, gt, i, indptr, indices, w, bt, means[c, 0], means[c, 1],
-                     S1[c, cur], S2[c, cur])
-            noise_row(g, kind, tkey, i, scale[c], xi[c], uv[c], dv)
+            mix_row(Xn, i, X, indptr, indices, w, bt, mx)
             if gt:
-                gt_row_update(xr, yr, g, S3[c, i], i, gm, hetero, a0, A, B)
+                mix_row(Yn, i, Y, indptr, indices, w, bt, my)
+            noise_row(g, b, kind, tkey, i, sc, xi, c, uv, dv)
+            if gt:
+                gt_update(Xn, Yn, G, g, b, i, gm, hetero, a0, A, B)
             else:
-                dsgd_row_update(xr, S3[c, i], last, g, i, gm, hetero, a0, A, B)
+                dsgd_update(Xn, G, last, g, b, i, gm, hetero, a0, A, B)
             if bt != 0.0:
-                accumulate(pb[0], xr)
+                add_row(pc, b, 0, Xn, i)
                 if gt:
-                    accumulate(pb[1], yr)
+                    add_row(pc, b, 1, Yn, i)
 
 
 @njit(**NJIT_FLAGS)
@@ -130,19 +132,21 @@ def step_end(algo, c, state, mix):
 
 
 @njit(parallel=True, **NJIT_FLAGS)
-def chunk_blocks(algo, t0, steps, cur, state, mix, oracle):
+def chunk_blocks(algo, t0, steps, cur, state, mix, oracle, threads):
     """Steps t0 -> t0 + steps of every cell; each step is one parallel pass over
-    (cell, block) pairs."""
+    (cell, run of consecutive blocks) pairs, ``threads`` runs per cell."""
     C = state[2].shape[0]
     nb = state[3].shape[1]
+    per = -(-nb // max(1, min(nb, threads)))  # blocks per run
+    runs = -(-nb // per)
     for s in range(steps):
         t = t0 + s + 1
         for c in range(C):
             step_begin(c, t, oracle)
-        for w in prange(C * nb):
-            c = w // nb
-            b = w - c * nb
-            step_blocks(algo, c, t, cur, b, b + 1, s == steps - 1, state, mix, oracle)
+        for w in prange(C * runs):
+            c = w // runs
+            b0 = (w - c * runs) * per
+            step_blocks(algo, c, t, cur, b0, min(nb, b0 + per), s == steps - 1, state, mix, oracle)
         for c in range(C):
             step_end(algo, c, state, mix)
         cur = 1 - cur

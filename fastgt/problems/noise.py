@@ -45,6 +45,6 @@ def noise_matrix(noise: Noise, seed: int, t: int, n: int, d: int) -> np.ndarray:
     """The exact (n, d) gradient noise fastgt draws at step t (for references and tests)."""
     E = np.empty((n, d))
     dummy = np.zeros((1, 1))
-    stochastic_grads(t, np.zeros((n, d)), E, int(seed), noise.kind, noise.scale, np.zeros(d),
-                     noise.uv, noise.dv, False, 0.0, dummy, dummy)
+    stochastic_grads(t, np.zeros((n, d)), E, int(seed), noise.kind, noise.scale, np.zeros((1, d)),
+                     noise.uv[None], noise.dv, False, 0.0, dummy, dummy)
     return E

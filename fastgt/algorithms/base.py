@@ -12,7 +12,7 @@ from ..errors import FastGTError, bad
 from ..kernels.mixing import n_blocks
 from ..kernels.oracles import normal_matrix
 from ..kernels.rng import STREAM_X0
-from ..kernels.steps import chunk_blocks, chunk_cells
+from ..kernels.steps import run_steps
 
 
 def initial_point(out: np.ndarray, x0, seed: int) -> None:
@@ -103,7 +103,5 @@ class Algorithm:
         by_cells: one thread per cell (no per-step barrier) instead of parallel row blocks
         within each step; both give identical bits."""
         state = arrays + (batch.scratch, batch.part, batch.means)
-        if by_cells:
-            return chunk_cells(self.code, t0, steps, cur, state, batch.mix, batch.oracle)
-        return chunk_blocks(self.code, t0, steps, cur, state, batch.mix, batch.oracle,
-                            numba.get_num_threads())
+        runs = 1 if by_cells else numba.get_num_threads()
+        return run_steps(self.code, t0, steps, cur, state, batch.mix, batch.oracle, runs)

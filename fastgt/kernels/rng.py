@@ -139,7 +139,7 @@ def normal_pair(rkey, m):
     return r * a, r * b
 
 
-@njit(**INLINE_FLAGS)
+@njit(**NJIT_FLAGS)
 def fill_normals(rkey, out, r, scale):
     """out[r, k] = scale * z_k for the row with key rkey (an odd row length drops the last
     pair's z1)."""

@@ -13,13 +13,8 @@ run is C = 1. Arrays (``state``, ``mix``, ``oracle`` tuples):
 
 Buffers come in pairs, ``[:, cur]`` current and ``[:, 1 - cur]`` next; drivers return the
 new ``cur``. One step of one cell is: the shared draw, then every row block (mix, noise,
-gradient, update, block column sums), then the mean-term reduction. Two drivers order the
-same work differently and give identical bits:
-
-- ``chunk_blocks``: per step, one parallel pass over (cell, run of blocks) pairs: for big
-  runs;
-- ``chunk_cells``: cells in parallel, each advanced through all steps by one thread, no
-  per-step barrier: for batches of small cells.
+gradient, update, block column sums), then the mean-term reduction. ``run_steps`` orders
+this work by cells or by row blocks; both orders give identical bits.
 """
 
 from numba import njit, prange
@@ -132,38 +127,44 @@ def step_end(algo, c, state, mix):
 
 
 @njit(parallel=True, **NJIT_FLAGS)
-def chunk_blocks(algo, t0, steps, cur, state, mix, oracle, threads):
-    """Steps t0 -> t0 + steps of every cell; each step is one parallel pass over
-    (cell, run of consecutive blocks) pairs, ``threads`` runs per cell."""
+def run_steps(algo, t0, steps, cur, state, mix, oracle, runs):
+    """Steps t0 -> t0 + steps of every cell, in place; returns the new ``cur``.
+
+    Work items, processed in parallel, are (cell, run of consecutive row blocks) pairs,
+    ``runs`` per cell (capped at the block count):
+
+    - runs == 1: an item is a whole cell, advanced through all the steps by one thread:
+      no per-step barrier (batches of small cells; any run on one thread);
+    - runs > 1: one parallel pass per step, with the shared draws before it and the
+      mean-term reductions after it (big runs on several threads).
+
+    One parallel loop for both (not one driver each) also means one compiled copy of the
+    step code: compile time grows with each copy.
+    """
     C = state[2].shape[0]
     nb = state[3].shape[1]
-    per = -(-nb // max(1, min(nb, threads)))  # blocks per run
+    per = -(-nb // max(1, min(nb, runs)))  # blocks per run
     runs = -(-nb // per)
-    for s in range(steps):
-        t = t0 + s + 1
-        for c in range(C):
-            step_begin(c, t, oracle)
+    span = max(1, steps) if runs == 1 else 1  # steps per parallel pass
+    for s0 in range(0, steps, span):
+        if runs > 1:
+            for c in range(C):
+                step_begin(c, t0 + s0 + 1, oracle)
         for w in prange(C * runs):
             c = w // runs
             b0 = (w - c * runs) * per
-            step_blocks(algo, c, t, cur, b0, min(nb, b0 + per), s == steps - 1, state, mix, oracle)
-        for c in range(C):
-            step_end(algo, c, state, mix)
-        cur = 1 - cur
+            cc = cur
+            for s in range(s0, s0 + span):
+                t = t0 + s + 1
+                if runs == 1:
+                    step_begin(c, t, oracle)
+                step_blocks(algo, c, t, cc, b0, min(nb, b0 + per), s == steps - 1, state,
+                            mix, oracle)
+                if runs == 1:
+                    step_end(algo, c, state, mix)
+                cc = 1 - cc
+        if runs > 1:
+            for c in range(C):
+                step_end(algo, c, state, mix)
+        cur = cur if span % 2 == 0 else 1 - cur
     return cur
-
-
-@njit(parallel=True, **NJIT_FLAGS)
-def chunk_cells(algo, t0, steps, cur, state, mix, oracle):
-    """Steps t0 -> t0 + steps of every cell; cells in parallel, no per-step barrier."""
-    C = state[2].shape[0]
-    nb = state[3].shape[1]
-    for c in prange(C):
-        cc = cur
-        for s in range(steps):
-            t = t0 + s + 1
-            step_begin(c, t, oracle)
-            step_blocks(algo, c, t, cc, 0, nb, s == steps - 1, state, mix, oracle)
-            step_end(algo, c, state, mix)
-            cc = 1 - cc
-    return cur if steps % 2 == 0 else 1 - cur

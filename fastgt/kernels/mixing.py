@@ -34,45 +34,44 @@ def block_range(b, nb, n):
 @njit(**INLINE_FLAGS)
 def mix_row(out, i, X, indptr, indices, w, beta, mean):
     """out[i] = beta * mean + sum_e w_e X[j_e] over row i's CSR entries e, added in entry
-    order; the first FUSED_MAX entries in one pass (a loop per count, so that each one
-    vectorizes with its rows' pointers known).
+    order. Rows of 2 to FUSED_MAX entries take one pass (a loop per count, so that each
+    vectorizes with its rows' pointers known); entries beyond FUSED_MAX, and rows of fewer
+    than 2 (the mean term alone; no valid W has a row of exactly one entry), take a pass
+    per entry.
 
     The first product is written before ``beta * mean`` so that FMA contraction fuses each
     product into the running sum (fma(w0, x0, beta * mean), then fma(w1, x1, .), ...): the
-    same roundings as adding one entry per pass."""
+    same roundings as a pass per entry."""
     d = out.shape[1]
     e0, e1 = indptr[i], indptr[i + 1]
     m = min(e1 - e0, FUSED_MAX)
-    if m == 0:
+    rest = e0 + FUSED_MAX
+    if m < 2:
         for k in range(d):
             out[i, k] = beta * mean[k]
-        return
-    j0, w0 = indices[e0], w[e0]
-    if m == 1:
-        for k in range(d):
-            out[i, k] = w0 * X[j0, k] + beta * mean[k]
-        return
-    j1, w1 = indices[e0 + 1], w[e0 + 1]
-    if m == 2:
-        for k in range(d):
-            out[i, k] = w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k]
-        return
-    j2, w2 = indices[e0 + 2], w[e0 + 2]
-    if m == 3:
-        for k in range(d):
-            out[i, k] = w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k] + w2 * X[j2, k]
-        return
-    j3, w3 = indices[e0 + 3], w[e0 + 3]
-    if m == 4:
+        rest = e0
+    else:
+        j0, w0, j1, w1 = indices[e0], w[e0], indices[e0 + 1], w[e0 + 1]
+        if m == 2:
+            for k in range(d):
+                out[i, k] = w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k]
+            return
+        j2, w2 = indices[e0 + 2], w[e0 + 2]
+        if m == 3:
+            for k in range(d):
+                out[i, k] = w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k] + w2 * X[j2, k]
+            return
+        j3, w3 = indices[e0 + 3], w[e0 + 3]
+        if m == 4:
+            for k in range(d):
+                out[i, k] = (w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k] + w2 * X[j2, k]
+                             + w3 * X[j3, k])
+            return
+        j4, w4 = indices[e0 + 4], w[e0 + 4]
         for k in range(d):
             out[i, k] = (w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k] + w2 * X[j2, k]
-                         + w3 * X[j3, k])
-        return
-    j4, w4 = indices[e0 + 4], w[e0 + 4]
-    for k in range(d):
-        out[i, k] = (w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k] + w2 * X[j2, k]
-                     + w3 * X[j3, k] + w4 * X[j4, k])
-    for e in range(e0 + FUSED_MAX, e1):
+                         + w3 * X[j3, k] + w4 * X[j4, k])
+    for e in range(rest, e1):
         j, we = indices[e], w[e]
         for k in range(d):
             out[i, k] += we * X[j, k]

@@ -67,8 +67,10 @@ class _Run:
 
     mix_cols = 1  # the mixed block is n x (mix_cols * d)
 
-    def __init__(self, mix, x0: np.ndarray, gamma: float, sigma2: float, seed: int):
+    def __init__(self, mix, x0: np.ndarray, gamma: float, sigma2: float, seed: int,
+                 structured=None):
         self.mix = mix
+        self.structured = structured  # Setup B: (uv (2, n), dv), else None (Setup A)
         self.gamma = gamma
         self.n, self.d = x0.shape
         self.scale = math.sqrt(sigma2 / self.d)
@@ -78,12 +80,21 @@ class _Run:
         self.X = np.array(x0, dtype=np.float64)
 
     def grad(self, X: np.ndarray, out: np.ndarray) -> None:
-        """out = A0 X + N(0, sigma2/d) noise (no noise when sigma2 = 0)."""
+        """out = A0 X + noise (none when sigma2 = 0): Setup A's N(0, sigma2/d) per entry,
+        or Setup B's xi ~ N(0, sigma2/d I_d) shared by all nodes, node i's coordinate k
+        getting xi_k v_i (k < dv) or xi_k u_i."""
         np.multiply(X, A0, out=out)
-        if self.scale:
+        if not self.scale:
+            return
+        if self.structured is None:
             self.rng.standard_normal(out=self.E)
             self.E *= self.scale
-            out += self.E
+        else:
+            (v, u), dv = self.structured
+            xi = self.rng.standard_normal(self.d) * self.scale
+            np.multiply(v[:, None], xi[None, :dv], out=self.E[:, :dv])
+            np.multiply(u[:, None], xi[None, dv:], out=self.E[:, dv:])
+        out += self.E
 
     def advance(self, steps: int) -> None:
         for _ in range(steps):
@@ -95,8 +106,8 @@ class GT(_Run):
 
     mix_cols = 2
 
-    def __init__(self, mix, x0, gamma, sigma2, seed):
-        super().__init__(mix, x0, gamma, sigma2, seed)
+    def __init__(self, mix, x0, gamma, sigma2, seed, structured=None):
+        super().__init__(mix, x0, gamma, sigma2, seed, structured)
         d = self.d
         self.S = np.empty((self.n, 2 * d))
         self.Z, self.Y = self.S[:, :d], self.S[:, d:]
@@ -127,8 +138,8 @@ class GT(_Run):
 class DSGD(_Run):
     """D-SGD run on Z = X - gamma G (the quantity that is mixed)."""
 
-    def __init__(self, mix, x0, gamma, sigma2, seed):
-        super().__init__(mix, x0, gamma, sigma2, seed)
+    def __init__(self, mix, x0, gamma, sigma2, seed, structured=None):
+        super().__init__(mix, x0, gamma, sigma2, seed, structured)
         self.G = np.empty_like(self.X)
         self.Z = np.empty_like(self.X)
         self._set_z()
@@ -149,9 +160,11 @@ class DSGD(_Run):
 ALGORITHMS = {"gt": GT, "dsgd": DSGD}
 
 
-def make(algorithm: str, mix, x0: np.ndarray, gamma: float, sigma2: float, seed: int = 0) -> _Run:
-    """A baseline run of ``algorithm`` ("gt" | "dsgd") with mixer ``mix`` (DenseMix | SparseMix)."""
-    return ALGORITHMS[algorithm](mix, x0, gamma, sigma2, seed)
+def make(algorithm: str, mix, x0: np.ndarray, gamma: float, sigma2: float, seed: int = 0,
+         structured=None) -> _Run:
+    """A baseline run of ``algorithm`` ("gt" | "dsgd") with mixer ``mix`` (DenseMix | SparseMix);
+    structured = (uv, dv) for Setup B's noise, None for Setup A's."""
+    return ALGORITHMS[algorithm](mix, x0, gamma, sigma2, seed, structured)
 
 
 def metrics(X: np.ndarray, Y: np.ndarray | None) -> tuple[float, ...]:

@@ -11,7 +11,9 @@ while one busy process (a pure-Python spin loop) occupies a core. Configurations
 - workqueue: numba's own thread pool
 - 1 thread: the same run on one thread, for scale
 
-Prints ns per node-dimension-step (median of the repeats) and the slowdown under load.
+Prints ns per node-dimension-step (median of the repeats), the slowdown under load, and
+the loaded time over the 1-thread run's loaded time (above 1: using the second core made
+the run slower than not using it).
 """
 
 from __future__ import annotations
@@ -83,6 +85,18 @@ def run_child(env_extra: dict, args) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def table(rows: list[dict]) -> str:
+    one = {r["n"]: r["loaded"]["ns"] for r in rows if r["config"] == "1 thread"}
+    cells = [[str(r["n"]), r["config"], r["idle"]["layer"], str(r["idle"]["threads"]),
+              f"{r['idle']['ns']:.2f}", f"{r['loaded']['ns']:.2f}",
+              f"{r['loaded']['ns'] / r['idle']['ns']:.2f}x",
+              f"{r['loaded']['ns'] / one[r['n']]:.2f}x" if r["n"] in one else "-"]
+             for r in rows]
+    return common.markdown_table(["n", "configuration", "layer", "threads", "idle ns/elem",
+                                  "loaded ns/elem", "slowdown", "loaded / 1 thread loaded"],
+                                 cells)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", default="300,3000,30000")
@@ -109,14 +123,10 @@ def main(argv=None) -> None:
             rows.append({"n": n, "config": name, "idle": idle, "loaded": loaded})
             print(f"n={n} {name}: idle {idle['ns']:.2f}, loaded {loaded['ns']:.2f} ns/elem",
                   file=sys.stderr, flush=True)
-    cells = [[str(r["n"]), r["config"], r["idle"]["layer"], str(r["idle"]["threads"]),
-              f"{r['idle']['ns']:.2f}", f"{r['loaded']['ns']:.2f}",
-              f"{r['loaded']['ns'] / r['idle']['ns']:.2f}x"] for r in rows]
     print(f"CPU: {machine['cpu']} ({machine['cores']} cores); load avg at start "
           f"{machine['load_avg_start'][0]:.2f}; GT on a ring, d = {args.d}; one busy process "
           "under load\n")
-    print(common.markdown_table(["n", "configuration", "layer", "threads", "idle ns/elem",
-                                 "loaded ns/elem", "slowdown"], cells))
+    print(table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
 

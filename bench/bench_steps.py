@@ -47,6 +47,7 @@ TARGETS = {300: (10.0, 5.0), 3000: (50.0, 5.0)}  # 1 thread: min speedup vs (den
 PARALLEL_N, PARALLEL_BOUND, PARALLEL_SPEEDUP = 30000, 2.0, 1.7
 DENSE_MAX = 5000  # numpy-dense needs an n x n W: skipped beyond (7.2 GB at n = 30000)
 CHECK_STEPS, CHECK_TOL = 5, 1e-10
+NOISES = {"A": "gaussian", "B": "structured"}  # the paper's Setups A and B
 PAPER = {"algorithm": "gt", "topology": "ring", "n": 300, "record_every": 100}
 SETTLE_S = 0.15  # pause before each timed block when threads > 1 (see common.interleaved_timings)
 
@@ -87,13 +88,14 @@ def topology_label(name: str, n: int) -> str:
 class FastgtRun:
     """fastgt's own algorithm spec driven directly (no metrics): ``advance(k)`` runs k steps."""
 
-    def __init__(self, algorithm: str, W, x0: np.ndarray, gamma: float, sigma2: float, seed=0):
+    def __init__(self, algorithm: str, W, x0: np.ndarray, gamma: float, sigma2: float, seed=0,
+                 setup: str = "A"):
         import fastgt
         from fastgt.algorithms import ALGORITHMS, Batch, Cell
         from fastgt.problems import make_noise
 
         prob = fastgt.problem("quadratic").build(W.n, x0.shape[1])
-        noise = make_noise("gaussian", sigma2, x0.shape[1], W)  # sigma2 = 0: noiseless
+        noise = make_noise(NOISES[setup], sigma2, x0.shape[1], W)  # sigma2 = 0: noiseless
         self.algo = ALGORITHMS[algorithm]
         self.batch = Batch([Cell(W, noise, gamma, seed, x0)], prob)
         self.arrays = self.algo.init(self.batch)
@@ -107,10 +109,16 @@ class FastgtRun:
         return self.algo.iterates(self.arrays, self.cur, 0)
 
 
-def make_run(engine: str, algorithm: str, W, mixers: dict, x0, sigma2: float):
+def make_run(engine: str, algorithm: str, W, mixers: dict, x0, sigma2: float, setup="A"):
     if engine == "fastgt":
-        return FastgtRun(algorithm, W, x0, GAMMA, sigma2)
-    return baselines.make(algorithm, mixers[engine], x0, GAMMA, sigma2)
+        return FastgtRun(algorithm, W, x0, GAMMA, sigma2, setup=setup)
+    structured = None
+    if setup == "B":
+        from fastgt.problems import make_noise
+
+        nz = make_noise("structured", sigma2, x0.shape[1], W)
+        structured = (nz.uv, nz.dv)
+    return baselines.make(algorithm, mixers[engine], x0, GAMMA, sigma2, structured=structured)
 
 
 def check_same(algorithm: str, W, mixers: dict) -> float:
@@ -131,10 +139,10 @@ def check_same(algorithm: str, W, mixers: dict) -> float:
     return worst
 
 
-def time_case(algorithm: str, W, mixers: dict, cfg: dict) -> dict:
+def time_case(algorithm: str, W, mixers: dict, cfg: dict, setup: str) -> dict:
     """Interleaved repeats of every engine on one case; ns per node-dim-step and ratios."""
     x0 = np.random.default_rng(1).standard_normal((W.n, D))
-    runs = {e: make_run(e, algorithm, W, mixers, x0, SIGMA2) for e in ("fastgt", *mixers)}
+    runs = {e: make_run(e, algorithm, W, mixers, x0, SIGMA2, setup) for e in ("fastgt", *mixers)}
     advances = {e: r.advance for e, r in runs.items()}
     steps = {e: common.steps_for(a, cfg["target_s"]) for e, a in advances.items()}
     samples, share = common.interleaved_timings(advances, steps, cfg["repeats"], cfg["settle_s"])
@@ -217,16 +225,18 @@ def child(args, threads: int, out_path: str) -> None:
                       if e != "numpy-dense" or n <= DENSE_MAX}
             for algo in ALGOS:
                 diff = check_same(algo, W, mixers)
-                case = time_case(algo, W, mixers, cfg)
-                bound = limits.bound(lim, algo, n, D)
-                case["bound"] = bound | {"ratio": case["ns"]["fastgt"]["median"]
-                                         / bound["bound_serial"]}
-                result["cases"].append({"algorithm": algo, "topology": topo, "n": n,
-                                        "label": topology_label(topo, n), "check_max_diff": diff,
-                                        **case})
-                med = {e: f"{v['median']:.1f}" for e, v in case["ns"].items()}
-                print(f"[{threads} thr] {algo:4} {topology_label(topo, n):18} n={n:5}: ns/elem {med}",
-                      file=sys.stderr, flush=True)
+                for setup in args.setups:
+                    case = time_case(algo, W, mixers, cfg, setup)
+                    bound = limits.bound(lim, algo, n, D, 1.0 if setup == "A" else 1.0 / n)
+                    ratio = (case["ns"]["fastgt"]["median"] / bound["bound_serial"]
+                             if bound["bound_serial"] > 0.01 else None)
+                    case["bound"] = bound | {"ratio": ratio}
+                    result["cases"].append({"algorithm": algo, "setup": setup, "topology": topo,
+                                            "n": n, "label": topology_label(topo, n),
+                                            "check_max_diff": diff, **case})
+                    med = {e: f"{v['median']:.1f}" for e, v in case["ns"].items()}
+                    print(f"[{threads} thr] {algo:4} {setup} {topology_label(topo, n):18} "
+                          f"n={n:5}: ns/elem {med}", file=sys.stderr, flush=True)
     if not args.no_paper:
         result["paper_job"] = paper_job(cfg)
         print(f"[{threads} thr] paper job done", file=sys.stderr, flush=True)
@@ -250,7 +260,7 @@ def fmt_ns(v: dict) -> str:
 
 
 def case_key(case: dict) -> tuple:
-    return case["algorithm"], case["label"], case["n"]
+    return case["algorithm"], case["setup"], case["label"], case["n"]
 
 
 def target_note(case: dict, threads: int, one_thread: dict) -> str:
@@ -267,7 +277,8 @@ def target_note(case: dict, threads: int, one_thread: dict) -> str:
         if case["n"] < PARALLEL_N or base is None:
             return ""
         ratio, speedup = case["bound"]["ratio"], base / case["ns"]["fastgt"]["median"]
-        missed = ([f"/ bound {ratio:.2f}>{PARALLEL_BOUND:g}"] if ratio > PARALLEL_BOUND else [])
+        missed = ([f"/ bound {ratio:.2f}>{PARALLEL_BOUND:g}"]
+                  if ratio is not None and ratio > PARALLEL_BOUND else [])
         missed += ([f"vs 1 thread {speedup:.2f}<{PARALLEL_SPEEDUP:g}"]
                    if speedup < PARALLEL_SPEEDUP else [])
     return "missed: " + ", ".join(missed) if missed else "met"
@@ -289,9 +300,10 @@ def report(children: list[dict]) -> tuple[list[dict], str]:
         for c in ch["cases"]:
             note = target_note(c, ch["threads"], one_thread)
             rows.append({"threads": ch["threads"], **c, "target": note})
-            cells.append([c["algorithm"], c["label"], str(c["n"]), str(ch["threads"]),
+            cells.append([c["algorithm"], c["setup"], c["label"], str(c["n"]), str(ch["threads"]),
                           *(fmt_ns(c["ns"][e]) if e in c["ns"] else "-" for e in ENGINES),
-                          f"{c['bound']['bound_serial']:.2f}", f"{c['bound']['ratio']:.2f}",
+                          f"{c['bound']['bound_serial']:.2f}",
+                          "-" if c["bound"]["ratio"] is None else f"{c['bound']['ratio']:.2f}",
                           *(f"{c['speedup'][b]:.1f}x" if b in c["speedup"] else "-"
                             for b in BASELINES),
                           thread_speedup(c, ch["threads"], one_thread),
@@ -302,12 +314,12 @@ def report(children: list[dict]) -> tuple[list[dict], str]:
             continue
         eng = job["engines"]
         rows.append({"threads": ch["threads"], "paper_job": job})
-        cells.append([PAPER["algorithm"], f"ring, job {job['steps']} steps*", str(PAPER["n"]),
+        cells.append([PAPER["algorithm"], "A", f"ring, job {job['steps']} steps*", str(PAPER["n"]),
                       str(ch["threads"]),
                       *(f"{eng[e]['ns']:.2f}" + ("~" if eng[e]["extrapolated"] else "")
                         for e in ENGINES), "", "",
                       *(f"{job['speedup'][b]:.1f}x" for b in BASELINES), "", "", ""])
-    header = ["algo", "topology", "n", "threads", *(f"{e} ns" for e in ENGINES),
+    header = ["algo", "setup", "topology", "n", "threads", *(f"{e} ns" for e in ENGINES),
               "bound ns", "fastgt / bound", *(f"vs {b}" for b in BASELINES), "vs 1 thread",
               "CPU share", "target"]
     return rows, common.markdown_table(header, cells)
@@ -368,6 +380,9 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int_list, default=[1, 2], help="thread counts (default 1,2)")
     p.add_argument("--n", type=int_list, default=None, help="node counts (default 300,3000)")
     p.add_argument("--no-paper", action="store_true", help="skip the paper-size job")
+    p.add_argument("--setups", type=lambda v: [x.strip().upper() for x in v.split(",") if x.strip()],
+                   default=["A", "B"], help="noise setups: A (i.i.d. gaussian), B (structured); "
+                   "default A,B")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     p.add_argument("--child-out", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -375,6 +390,8 @@ def parse_args(argv=None):
         args.n = [300] if args.quick else [300, 3000]
     if not args.n or min(args.n) < 4 or not args.threads or min(args.threads) < 1:
         p.error("--n needs values >= 4 and --threads values >= 1")
+    if not args.setups or set(args.setups) - set(NOISES):
+        p.error(f"--setups: allowed values {', '.join(NOISES)}")
     return args
 
 

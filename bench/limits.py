@@ -78,12 +78,14 @@ def measure(threads: int) -> dict:
             "triad_GBps": 3 * 8 * m / t_triad / 1e9}
 
 
-def bound(lim: dict, algorithm: str, n: int, d: int) -> dict:
-    """Lower bounds (ns per node-dimension-step) for one step of ``algorithm``."""
+def bound(lim: dict, algorithm: str, n: int, d: int, normals: float = 1.0) -> dict:
+    """Lower bounds (ns per node-dimension-step) for one step of ``algorithm`` drawing
+    ``normals`` normal variates per element (Setup A: 1; Setup B: d per step, about 0).
+    Both are 0 for a cache-resident step without normals: no bound is known then."""
     nbytes = BYTES[algorithm]
     resident = nbytes // 8 * n * d * 8 < LLC_BYTES
     mem = 0.0 if resident else nbytes / lim["triad_GBps"]
-    rng = lim["ns_per_normal_fastgt"]
+    rng = normals * lim["ns_per_normal_fastgt"]
     return {"bound_overlap": max(mem, rng), "bound_serial": mem + rng, "cache_resident": resident}
 
 

@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 
 #: a single run with fewer node-dimensions (n d) than this uses 1 thread when threads=None:
-#: below it the per-step thread barrier costs more than the second thread brings (measured:
-#: GT at n = 300, d = 100 takes 2.8 ns/elem on 1 thread, 3.4 on 2; at n = 3000, 2.9 vs 2.4)
+#: below it the per-step thread barrier costs more than the second thread brings (measured,
+#: bench/bench_steps.py: GT at n = 300, d = 100 takes 1.9 ns/elem on 1 thread, 2.7 on 2; at
+#: n = 3000, 2.1 vs 1.6)
 SMALL_RUN = 100_000
 
 #: compile flags of every kernel: error_model="numpy" lets loops with divisions vectorize,

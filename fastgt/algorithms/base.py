@@ -60,7 +60,8 @@ class Batch:
         nb = int(n_blocks(n))
         # per-block noise row, padded to whole 16-double groups: the generator's vector loop
         # then runs no scalar remainder (the values of coordinates < d do not change)
-        self.scratch = np.zeros((C, nb, -(-d // 16) * 16))
+        dpad = -(-d // 16) * 16
+        self.scratch = np.zeros((C, nb, dpad))
         self.part = np.zeros((C, nb, 2, d))  # per-block column sums
         self.means = np.zeros((C, 2, d))  # column means of the mixed quantities
         self.mix = (first.W.indptr, first.W.indices,
@@ -70,7 +71,7 @@ class Batch:
         nz = first.noise
         self.oracle = (np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                        np.array([c.noise.scale for c in cells], dtype=np.float64),
-                       np.zeros((C, d)), np.stack([c.noise.uv for c in cells]), nz.dv,
+                       np.zeros((C, dpad)), np.stack([c.noise.uv for c in cells]), nz.dv,
                        *problem.kernel_args())
 
     def oracle_args(self, c: int) -> tuple:

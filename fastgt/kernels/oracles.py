@@ -29,20 +29,19 @@ def draw_shared(kind, tkey, xi, c, scale):
 
 @njit(**INLINE_FLAGS)
 def noise_row(out, r, kind, tkey, i, scale, xi, c, uv, dv):
-    """out[r, :d] = node i's gradient noise at the step with key tkey (d = xi.shape[1]);
-    xi[c] is the step's shared draw, uv[c] the cell's structure vectors.
+    """out[r] = node i's gradient noise at the step with key tkey; xi[c] is the step's shared
+    draw (at least as wide as ``out``), uv[c] the cell's structure vectors.
 
-    ``out`` may be wider than d (padded to whole vectors): gaussian noise then fills the
-    row, coordinate k's value never depends on the width."""
+    ``out`` may be wider than d (padded to whole vectors): the noise then fills the row,
+    coordinate k's value never depends on the width. One loop over the whole row, no
+    remainder: the update pass that reads the row then reads whole stored vectors."""
     if kind == GAUSSIAN:
         fill_normals(row_key(tkey, i), out, r, scale)
     elif kind == STRUCTURED:
         v = uv[c, 0, i]
         u = uv[c, 1, i]
-        for k in range(dv):
-            out[r, k] = xi[c, k] * v
-        for k in range(dv, xi.shape[1]):
-            out[r, k] = xi[c, k] * u
+        for k in range(out.shape[1]):
+            out[r, k] = xi[c, k] * (v if k < dv else u)
     else:
         for k in range(out.shape[1]):
             out[r, k] = 0.0
@@ -63,7 +62,7 @@ def grad_row(g, r, x, i, hetero, a0, A, B):
 @njit(**NJIT_FLAGS)
 def stochastic_grads(t, X, G, seed, kind, scale, xi, uv, dv, hetero, a0, A, B):
     """G = grad F(X, xi^(t)) for every node of one cell (used once, at t = 0, and by
-    tests); xi (1, d) and uv (1, 2, n) are the cell's own."""
+    tests); xi (1, >= d) and uv (1, 2, n) are the cell's own."""
     tkey = step_key(stream_key(seed, STREAM_NOISE), t)
     draw_shared(kind, tkey, xi, 0, scale)
     for i in range(X.shape[0]):

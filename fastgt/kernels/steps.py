@@ -20,7 +20,7 @@ this work by cells or by row blocks; both orders give identical bits.
 from numba import njit, prange
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
-from .mixing import add_row, block_range, mix_row, reduce_blocks, zero_rows
+from .mixing import FUSED_MAX, add_row, block_range, mix_row, reduce_blocks, zero_rows
 from .oracles import draw_shared, noise_row
 from .rng import STREAM_NOISE, step_key, stream_key
 
@@ -69,6 +69,40 @@ def dsgd_update(Zn, X, last, g, r, i, gamma, hetero, a0, A, B):
 
 
 @njit(**INLINE_FLAGS)
+def dsgd_fused(Zn, i, Z, indices, w, e0, m, beta, mean, g, r, gamma, a0):
+    """mix_row then dsgd_update in one pass, for a homogeneous problem, a row of m
+    (2..FUSED_MAX) entries and a step that does not write X: Zn[i] = x' - gamma (g[r] +
+    a0 x') with x' = (W Z)_i. The same expressions as the two passes, so the same bits;
+    a pass of its own rather than an option of mix_row, where the choice inside the loop
+    stopped it vectorizing (measured 6 ns/elem instead of 0.5)."""
+    d = Zn.shape[1]
+    j0, w0, j1, w1 = indices[e0], w[e0], indices[e0 + 1], w[e0 + 1]
+    if m == 2:
+        for k in range(d):
+            x = w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k]
+            Zn[i, k] = x - gamma * (g[r, k] + a0 * x)
+        return
+    j2, w2 = indices[e0 + 2], w[e0 + 2]
+    if m == 3:
+        for k in range(d):
+            x = w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
+            Zn[i, k] = x - gamma * (g[r, k] + a0 * x)
+        return
+    j3, w3 = indices[e0 + 3], w[e0 + 3]
+    if m == 4:
+        for k in range(d):
+            x = (w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
+                 + w3 * Z[j3, k])
+            Zn[i, k] = x - gamma * (g[r, k] + a0 * x)
+        return
+    j4, w4 = indices[e0 + 4], w[e0 + 4]
+    for k in range(d):
+        x = (w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k] + w3 * Z[j3, k]
+             + w4 * Z[j4, k])
+        Zn[i, k] = x - gamma * (g[r, k] + a0 * x)
+
+
+@njit(**INLINE_FLAGS)
 def cell_key(seed, t):
     return step_key(stream_key(seed, STREAM_NOISE), t)
 
@@ -82,9 +116,10 @@ def step_begin(c, t, oracle):
 
 @njit(**NJIT_FLAGS)
 def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
-    """Step t of cell c on row blocks [b0, b1): per row, mix the neighbours, draw the
-    noise, apply the algorithm's update (gt_update or dsgd_update) and add the row to its
-    block's column sums. D-SGD writes X when ``last``. Block b's noise row is scratch[c, b]."""
+    """Step t of cell c on row blocks [b0, b1): per row, draw the noise, mix the
+    neighbours, apply the algorithm's update (gt_update or dsgd_update; for D-SGD usually
+    both in one pass, dsgd_fused) and add the row to its block's column sums. D-SGD writes
+    X when ``last``. Block b's noise row is scratch[c, b]."""
     S1, S2, S3, scratch, part, means = state
     indptr, indices, weights, beta, gamma = mix
     seed, kind, scale, xi, uv, dv, hetero, a0, A, B = oracle
@@ -101,14 +136,17 @@ def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
         if bt != 0.0:
             zero_rows(pc, b, 0, 2)
         for i in range(lo, hi):
-            mix_row(Xn, i, X, indptr, indices, w, bt, mx)
-            if gt:
-                mix_row(Yn, i, Y, indptr, indices, w, bt, my)
             noise_row(g, b, kind, tkey, i, sc, xi, c, uv, dv)
-            if gt:
-                gt_update(Xn, Yn, G, g, b, i, gm, hetero, a0, A, B)
+            m = indptr[i + 1] - indptr[i]
+            if not gt and not hetero and not last and 2 <= m <= FUSED_MAX:
+                dsgd_fused(Xn, i, X, indices, w, indptr[i], m, bt, mx, g, b, gm, a0)
             else:
-                dsgd_update(Xn, G, last, g, b, i, gm, hetero, a0, A, B)
+                mix_row(Xn, i, X, indptr, indices, w, bt, mx)
+                if gt:
+                    mix_row(Yn, i, Y, indptr, indices, w, bt, my)
+                    gt_update(Xn, Yn, G, g, b, i, gm, hetero, a0, A, B)
+                else:
+                    dsgd_update(Xn, G, last, g, b, i, gm, hetero, a0, A, B)
             if bt != 0.0:
                 add_row(pc, b, 0, Xn, i)
                 if gt:

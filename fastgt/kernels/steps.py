@@ -7,14 +7,14 @@ run is C = 1. Arrays (``state``, ``mix``, ``oracle`` tuples):
     state  = (S1, S2, S3, scratch, part, means)
              GT:    S1 = X (C, 2, n, d), S2 = Y (C, 2, n, d), S3 = G (C, n, d)
              D-SGD: S1 = Z = X - gamma G (C, 2, n, d), S2 unused, S3 = X (C, n, d)
-             scratch (C, nb, >= d: a noise row per block), part (C, nb, 2, d), means (C, 2, d)
+             scratch (C, nb, >= d): a noise row per block; part (C, nb, 2, d); means (C, 2, d)
     mix    = (indptr, indices, weights (C, nnz), beta (C,), gamma (C,))
-    oracle = (seed (C,), kind, scale (C,), xi (C, d), uv (C, 2, m), dv, hetero, a0, A, B)
+    oracle = (seed (C,), kind, scale (C,), xi (C, >= d), uv (C, 2, m), dv, hetero, a0, A, B)
 
-Buffers come in pairs, ``[:, cur]`` current and ``[:, 1 - cur]`` next; drivers return the
-new ``cur``. One step of one cell is: the shared draw, then every row block (mix, noise,
-gradient, update, block column sums), then the mean-term reduction. ``run_steps`` orders
-this work by cells or by row blocks; both orders give identical bits.
+Buffers come in pairs, ``[:, cur]`` current and ``[:, 1 - cur]`` next; ``run_steps``
+returns the new ``cur``. One step of one cell is: the shared draw, then every row block
+(noise, mix, gradient, update, block column sums), then the mean-term reduction.
+``run_steps`` orders this work by cells or by row blocks; both orders give identical bits.
 """
 
 from numba import njit, prange

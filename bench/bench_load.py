@@ -11,9 +11,10 @@ while one busy process (a pure-Python spin loop) occupies a core. Configurations
 - workqueue: numba's own thread pool
 - 1 thread: the same run on one thread, for scale
 
-Prints ns per node-dimension-step (median of the repeats), the slowdown under load, and
-the loaded time over the 1-thread run's loaded time (above 1: using the second core made
-the run slower than not using it).
+Prints ns per node-dimension-step (median of the repeats), the idle time over
+bench/limits.py's no-overlap bound (measured idle, same thread count), the slowdown under
+load, and the loaded time over the 1-thread run's loaded time (above 1: using the second
+core made the run slower than not using it).
 """
 
 from __future__ import annotations
@@ -88,13 +89,14 @@ def run_child(env_extra: dict, args) -> dict:
 def table(rows: list[dict]) -> str:
     one = {r["n"]: r["loaded"]["ns"] for r in rows if r["config"] == "1 thread"}
     cells = [[str(r["n"]), r["config"], r["idle"]["layer"], str(r["idle"]["threads"]),
-              f"{r['idle']['ns']:.2f}", f"{r['loaded']['ns']:.2f}",
+              f"{r['idle']['ns']:.2f}", f"{r['idle']['ns'] / r['bound']:.2f}",
+              f"{r['loaded']['ns']:.2f}",
               f"{r['loaded']['ns'] / r['idle']['ns']:.2f}x",
               f"{r['loaded']['ns'] / one[r['n']]:.2f}x" if r["n"] in one else "-"]
              for r in rows]
     return common.markdown_table(["n", "configuration", "layer", "threads", "idle ns/elem",
-                                  "loaded ns/elem", "slowdown", "loaded / 1 thread loaded"],
-                                 cells)
+                                  "idle / bound", "loaded ns/elem", "slowdown",
+                                  "loaded / 1 thread loaded"], cells)
 
 
 def main(argv=None) -> None:
@@ -109,6 +111,7 @@ def main(argv=None) -> None:
     rows = []
     for n in [int(v) for v in args.n.split(",")]:
         args.n_now = n
+        bounds = {t: common.bound_in_child("gt", n, args.d, t) for t in (1, os.cpu_count())}
         for name, env in CONFIGS.items():
             idle = run_child(env, args)
             stop = mp.Event()
@@ -120,7 +123,9 @@ def main(argv=None) -> None:
             finally:
                 stop.set()
                 hog.join(5)
-            rows.append({"n": n, "config": name, "idle": idle, "loaded": loaded})
+            rows.append({"n": n, "config": name, "idle": idle, "loaded": loaded,
+                         "bound": bounds[idle["threads"]] if idle["threads"] in bounds
+                         else common.bound_in_child("gt", n, args.d, idle["threads"])})
             print(f"n={n} {name}: idle {idle['ns']:.2f}, loaded {loaded['ns']:.2f} ns/elem",
                   file=sys.stderr, flush=True)
     print(f"CPU: {machine['cpu']} ({machine['cores']} cores); load avg at start "

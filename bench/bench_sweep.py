@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine_info, markdown_table
+from common import bound_in_child, machine_info, markdown_table
 
 SPEC = """\
 [run]
@@ -125,21 +125,27 @@ def main() -> None:
     # the machine is shared: keep each configuration's fastest repeat (least disturbed)
     results = [max(rs, key=lambda r: r["cells_per_hour_steady"]) for rs in runs.values()]
     base = results[0]
+    bound = bound_in_child("gt", 300, 100, 1)  # each worker runs its cells on 1 thread
+    elems = args.steps * 300 * 100
     rows = []
     for r in results:
         rows.append([str(r["workers"]), f"{r['wall_s']:.1f}", f"{r['startup_s']:.1f}",
                      f"{r['tail_s']:.1f}",
                      f"{r['cells_per_hour_end_to_end']:.0f}", f"{r['cells_per_hour_steady']:.0f}",
                      f"{r['cells_per_hour_steady'] / base['cells_per_hour_steady']:.2f}x",
-                     f"{r['loop_s_per_cell']:.3f}", f"{r['overhead_s_per_cell']:.3f}",
+                     f"{r['loop_s_per_cell']:.3f}",
+                     f"{r['loop_s_per_cell'] / elems * 1e9 / bound:.2f}",
+                     f"{r['overhead_s_per_cell']:.3f}",
                      f"{r['overhead_with_startup_s_per_cell']:.3f}", str(r["tasks"]),
                      f"{r['first_task_extra_s_per_cell']:.3f}",
                      f"{r['cells_per_hour_end_to_end'] / base['cells_per_hour_end_to_end']:.2f}x"])
     print(markdown_table(["workers", "wall s", "startup s", "tail s", "cells/h e2e",
                           "cells/h steady", "speedup (steady)", "loop s/cell",
-                          "overhead s/cell", "+startup s/cell", "tasks",
+                          "loop / bound", "overhead s/cell", "+startup s/cell", "tasks",
                           "first task extra s/cell", "speedup (e2e)"], rows))
-    print(f"\nload average during the runs: {os.getloadavg()[0]:.2f} (2 cores shared with "
+    print(f"\nloop / bound: a cell's run-loop time per node-dimension-step over bench/limits.py's "
+          f"1-thread no-overlap bound for the GT step ({bound:.2f} ns)")
+    print(f"load average during the runs: {os.getloadavg()[0]:.2f} (2 cores shared with "
           "other jobs: speedups need the 2nd core free)")
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": info, "args": vars(args),

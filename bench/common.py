@@ -101,3 +101,20 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     align = ["---:" if numeric(i) else ":---" for i in range(len(header))]
     lines = [header, align, *rows]
     return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
+def bound_in_child(algorithm: str, n: int, d: int, threads: int) -> float:
+    """bench/limits.py's no-overlap bound (ns per node-dimension-step) measured in a fresh
+    process with ``threads`` numba threads, for scripts whose own process must not load
+    numba's thread pool (or must not be disturbed by it)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import json, limits; "
+            f"print(json.dumps(limits.bound(limits.measure({threads}), {algorithm!r}, {n}, {d})))")
+    env = os.environ | {"NUMBA_NUM_THREADS": str(threads)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent, env=env,
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["bound_serial"]

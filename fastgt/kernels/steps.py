@@ -125,10 +125,11 @@ def step_begin(c, t, oracle):
 
 @njit(**NJIT_FLAGS)
 def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
-    """Step t of cell c on row blocks [b0, b1): per row, draw the noise, mix the
+    """Step t of cell c on row blocks [b0, b1): per row, draw gaussian noise into the
+    block's row scratch[c, b] (structured noise needs no row: noise_at), mix the
     neighbours, apply the algorithm's update (gt_update or dsgd_update; for D-SGD usually
     both in one pass, dsgd_fused) and add the row to its block's column sums. D-SGD writes
-    X when ``last``. Block b's noise row is scratch[c, b]."""
+    X when ``last``."""
     S1, S2, S3, scratch, part, means = state
     indptr, indices, weights, beta, gamma = mix
     seed, kind, scale, xi, uv, dv, hetero, a0, A, B = oracle

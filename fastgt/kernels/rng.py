@@ -11,10 +11,10 @@ is exactly the SplitMix64 sequence, started at a pseudo-random point derived fro
     bits 21..0  (22 bits): phi in (-pi/4, pi/4), a lattice symmetric about 0
     angle = q pi/2 + phi,  (z0, z1) = r (cos angle, sin angle)
 
-log, sin and cos are polynomials (7 terms each, evaluated by Estrin's scheme) so that the
-loop vectorizes (libm calls would not): relative error <= 1.3e-12, the order of the
-radius uniform's own resolution 2^-40 = 9.1e-13, so more terms would add nothing
-(tests/test_rng.py checks the transform against numpy's log, sin and cos).
+log, sin and cos are polynomials (6 terms each, Chebyshev-economized, evaluated by
+Estrin's scheme) so that the loop vectorizes (libm calls would not): error <= 5.6e-14,
+far below the radius uniform's own resolution 2^-40 = 9.1e-13 (tests/test_rng.py checks
+the transform against numpy's log, sin and cos).
 
 Coordinates come in groups of 16: coordinate 16 g + j is z0 of pair 8 g + j for j < 8
 and z1 of pair 8 g + j - 8 for j >= 8. A vector of pairs is then stored as two
@@ -22,7 +22,8 @@ contiguous runs instead of interleaved (measured 2.5 instead of 3.1 ns per norma
 AVX2 core), and a coordinate's value depends only on its index, never on the row width.
 """
 
-import math
+from fractions import Fraction
+from math import comb, factorial
 
 import numpy as np
 from llvmlite import ir
@@ -37,7 +38,6 @@ M2 = np.uint64(0x94D049BB133111EB)
 ONE_BITS = np.uint64(0x3FF0000000000000)
 MANT = np.uint64(0x000FFFFFFFFFFFFF)
 LN2 = 0.6931471805599453
-SQRT2 = 1.4142135623730951
 HALF_PI = 1.5707963267948966
 
 #: streams: independent sub-generators of one seed
@@ -92,45 +92,74 @@ def row_key(tkey, node):
     return mix64(tkey ^ (np.uint64(node + 1) * M2))
 
 
-#: Taylor coefficients, lowest degree first, in powers of s^2 or x^2, 7 terms each:
-#: ln f = 2 s sum_j s^(2j) / (2j + 1) (|s| < 0.1716: truncation < 1.3e-12 relative);
-#: sin x = x sum_j (-1)^j x^(2j) / (2j + 1)!, cos x = sum_j (-1)^j x^(2j) / (2j)! (|x| < pi/4:
-#: truncation < 2.6e-14 and 3.9e-13)
-TERMS = 7
-LOG_COEFS = tuple(1.0 / (2 * j + 1) for j in range(TERMS))
-SIN_COEFS = tuple((-1) ** j / math.factorial(2 * j + 1) for j in range(TERMS))
-COS_COEFS = tuple((-1) ** j / math.factorial(2 * j) for j in range(TERMS))
+def economized(taylor, a, terms: int) -> tuple[tuple[float, ...], float]:
+    """Chebyshev economization, in exact rational arithmetic (so the same floats on every
+    machine): the ``terms``-term polynomial (coefficients lowest degree first) closest to
+    the series ``taylor`` (Fractions) on [0, a] in the Chebyshev sense, and the bound on
+    their largest difference there (the sum of the dropped Chebyshev coefficients)."""
+    n = len(taylor)
+    q = [Fraction(0)] * n  # the series in t, z = a (1 + t) / 2
+    for k, ck in enumerate(taylor):
+        for j in range(k + 1):
+            q[j] += ck * (a / 2) ** k * comb(k, j)
+    cheb = [Fraction(0)] * n  # t^k = 2^(1-k) sum_j C(k, j) T_(k-2j), T_0 counted once
+    for k, qk in enumerate(q):
+        for j in range(k // 2 + 1):
+            w = Fraction(1) if k == 0 else Fraction(comb(k, j), 2 ** (k - 1))
+            cheb[k - 2 * j] += qk * (w / 2 if 0 < k == 2 * j else w)
+    T = [[Fraction(1)], [Fraction(0), Fraction(1)]]  # Chebyshev polynomials in t
+    while len(T) < terms:
+        T.append([2 * x - y for x, y in zip([Fraction(0)] + T[-1], T[-2] + [Fraction(0)] * 2)])
+    out = [Fraction(0)] * terms
+    for k in range(terms):
+        for i, tki in enumerate(T[k]):  # t^i = (2 z / a - 1)^i
+            for j in range(i + 1):
+                out[j] += cheb[k] * tki * comb(i, j) * (2 / a) ** j * (-1) ** (i - j)
+    return tuple(float(x) for x in out), float(sum(abs(x) for x in cheb[terms:]))
+
+
+#: 6-term polynomials, lowest degree first, economized from 14 terms of each series:
+#: atanh(s) / s = sum_j s^(2j) / (2j + 1) in z = s^2 (|s| <= 0.1716, f in [sqrt(1/2), sqrt(2))),
+#: sin x / x and cos x in z = x^2 (|x| <= 0.7854 > pi/4). POLY_ERROR: their largest
+#: differences from the functions (2.7e-14, 4.3e-15, 5.6e-14), 70 times below the radius
+#: uniform's own resolution 2^-40 = 9.1e-13
+TERMS, SERIES_TERMS = 6, 14
+_S2, _X2 = Fraction(1716, 10000) ** 2, Fraction(7854, 10000) ** 2
+(LOG_COEFS, LOG_ERR), (SIN_COEFS, SIN_ERR), (COS_COEFS, COS_ERR) = (
+    economized([Fraction(1, 2 * j + 1) for j in range(SERIES_TERMS)], _S2, TERMS),
+    economized([Fraction((-1) ** j, factorial(2 * j + 1)) for j in range(SERIES_TERMS)], _X2, TERMS),
+    economized([Fraction((-1) ** j, factorial(2 * j)) for j in range(SERIES_TERMS)], _X2, TERMS))
+POLY_ERROR = max(LOG_ERR, SIN_ERR, COS_ERR)
 #: pairs per coordinate group (a group is 2 * PAIRS coordinates)
 PAIRS = 8
 #: 2^52 + 1023 as a double: the magic number that turns an exponent field into a float
 EXP_MAGIC_BITS = np.uint64(0x4330000000000000)
 EXP_OFFSET = 4503599627370496.0 + 1023.0
+#: bits of sqrt(1/2): the log's range reduction to f in [sqrt(1/2), sqrt(2)) (as musl's log)
+SQRT_HALF_BITS = np.uint64(0x3FE6A09E667F3BCD)
 #: the phase lattice's centre: phi / (pi/2) = (k + 1/2) 2^-22 - 1/2 for the 22 phase bits k
 PHASE_CENTRE = 1.5 - 2.0**-23
 
 
 @njit(**INLINE_FLAGS)
-def _poly7(z, c):
-    """c[0] + c[1] z + ... + c[6] z^6 by Estrin's scheme (a shorter dependency chain than
-    Horner's, which the out-of-order window overlaps across vector iterations)."""
+def _poly6(z, c):
+    """c[0] + c[1] z + ... + c[5] z^5 by Estrin's scheme (a shorter dependency chain than
+    Horner's: measured 5-10% faster here)."""
     z2 = z * z
-    return ((c[0] + c[1] * z) + z2 * (c[2] + c[3] * z)
-            + (z2 * z2) * ((c[4] + c[5] * z) + z2 * c[6]))
+    return (c[0] + c[1] * z) + z2 * (c[2] + c[3] * z) + (z2 * z2) * (c[4] + c[5] * z)
 
 
 @njit(**INLINE_FLAGS)
 def _log_unit(u):
-    """ln(u) for u in (0, 1]: u = 2^e f, f in [sqrt(1/2), sqrt(2)), atanh series in s.
+    """ln(u) for u in (0, 1]: u = 2^e f with f in [sqrt(1/2), sqrt(2)) by integer arithmetic
+    on the bits (no compare and select), then the atanh series in s = (f - 1) / (f + 1).
     The exponent field becomes a float by the 2^52 magic number (exact, and vectorizes
     without AVX-512's int64 -> double conversion)."""
-    bits = _as_u64(u)
+    bits = _as_u64(u) + (ONE_BITS - SQRT_HALF_BITS)
     e = _as_f64((bits >> np.uint64(52)) | EXP_MAGIC_BITS) - EXP_OFFSET
-    f = _as_f64((bits & MANT) | ONE_BITS)
-    big = f > SQRT2
-    f = f * 0.5 if big else f
-    e = e + 1.0 if big else e
+    f = _as_f64((bits & MANT) + SQRT_HALF_BITS)
     s = (f - 1.0) / (f + 1.0)
-    return e * LN2 + 2.0 * s * _poly7(s * s, LOG_COEFS)
+    return e * LN2 + 2.0 * s * _poly6(s * s, LOG_COEFS)
 
 
 @njit(**INLINE_FLAGS)
@@ -143,13 +172,13 @@ def pair_uniforms(h):
 
 
 @njit(**INLINE_FLAGS)
-def normal_pair(rkey, m):
-    """Standard normals (z0, z1) of pair m of the row with key rkey."""
+def normal_pair(rkey, m, scale):
+    """scale * (z0, z1), the standard normals of pair m of the row with key rkey."""
     u1, q, frac = pair_uniforms(mix64(rkey + np.uint64(m + 1) * GOLDEN))
-    r = np.sqrt(-2.0 * _log_unit(u1))
+    r = scale * np.sqrt(-2.0 * _log_unit(u1))
     x = frac * HALF_PI
     x2 = x * x
-    sn, cs = x * _poly7(x2, SIN_COEFS), _poly7(x2, COS_COEFS)
+    sn, cs = x * _poly6(x2, SIN_COEFS), _poly6(x2, COS_COEFS)
     odd = (q & np.uint64(1)) != np.uint64(0)
     a = sn if odd else cs
     b = cs if odd else sn
@@ -167,10 +196,10 @@ def fill_normals(rkey, out, r, scale):
     full = d // G
     for g in range(full):
         for j in range(PAIRS):
-            z0, z1 = normal_pair(rkey, PAIRS * g + j)
-            out[r, G * g + j] = scale * z0
-            out[r, G * g + PAIRS + j] = scale * z1
+            z0, z1 = normal_pair(rkey, PAIRS * g + j, scale)
+            out[r, G * g + j] = z0
+            out[r, G * g + PAIRS + j] = z1
     for k in range(G * full, d):
         j = k - G * full
-        z0, z1 = normal_pair(rkey, PAIRS * full + j % PAIRS)
-        out[r, k] = scale * (z0 if j < PAIRS else z1)
+        z0, z1 = normal_pair(rkey, PAIRS * full + j % PAIRS, scale)
+        out[r, k] = z0 if j < PAIRS else z1

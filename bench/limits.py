@@ -39,7 +39,7 @@ def _normals(out, rows, parts, seed):
     per = -(-rows // parts)
     for p in prange(parts):
         for i in range(p * per, min(rows, (p + 1) * per)):
-            fill_normals(row_key(tkey, i), out, p * own + i % own, 1.0)
+            fill_normals(row_key(tkey, i), out, p * own + i % own, 1.0, out.shape[1])
 
 
 @njit(parallel=True, cache=True, fastmath={"contract"})

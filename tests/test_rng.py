@@ -91,7 +91,7 @@ def test_box_muller_transform_matches_numpy(width):
     worst = 0.0
     for rkey in [0, 1, 2**64 - 1, *range(12345, 12345 + 40 * 7919, 7919)]:
         out = np.empty((1, width))
-        fill_normals(np.uint64(rkey), out, 0, 1.0)
+        fill_normals(np.uint64(rkey), out, 0, 1.0, width)
         pairs = 8 * -(-width // 16)
         h = _splitmix_reference(rkey, pairs)
         u1 = 1.0 - (h >> np.uint64(24)).astype(np.float64) * 2.0**-40  # (0, 1]
@@ -107,10 +107,15 @@ def test_box_muller_transform_matches_numpy(width):
 
 
 def test_value_does_not_depend_on_row_width():
-    a, b = np.empty((1, 37)), np.empty((1, 64))
-    fill_normals(np.uint64(3), a, 0, 1.0)
-    fill_normals(np.uint64(3), b, 0, 1.0)
-    np.testing.assert_array_equal(a[0], b[0, :37])
+    """Filling d coordinates (every partial-group size) gives a prefix of the full row and
+    leaves the padding past d untouched."""
+    full = np.empty((1, 64))
+    fill_normals(np.uint64(3), full, 0, 1.0, 64)
+    for d in range(1, 49):
+        row = np.full((1, 48), np.nan)
+        fill_normals(np.uint64(3), row, 0, 1.0, d)
+        np.testing.assert_array_equal(row[0, :d], full[0, :d])
+        assert np.all(np.isnan(row[0, d:]))
 
 
 def test_no_correlation_between_steps_seeds_and_streams():

@@ -24,19 +24,19 @@ STRUCTURED = 2
 def draw_shared(kind, tkey, xi, c, scale):
     """xi[c] = the step's shared draw (Setup B's xi); call once per step before the rows."""
     if kind == STRUCTURED:
-        fill_normals(row_key(tkey, -1), xi, c, scale)
+        fill_normals(row_key(tkey, -1), xi, c, scale, xi.shape[1])
 
 
 @njit(**INLINE_FLAGS)
-def noise_row(out, r, kind, tkey, i, scale, xi, c, uv, dv):
-    """out[r] = node i's gradient noise at the step with key tkey; xi[c] is the step's shared
-    draw (at least as wide as ``out``), uv[c] the cell's structure vectors.
+def noise_row(out, r, kind, tkey, i, scale, xi, c, uv, dv, d):
+    """out[r, :d] = node i's gradient noise at the step with key tkey; xi[c] is the step's
+    shared draw (at least as wide as ``out``), uv[c] the cell's structure vectors.
 
-    ``out`` may be wider than d (padded to whole vectors): the noise then fills the row,
-    coordinate k's value never depends on the width. One loop over the whole row, no
-    remainder: the update pass that reads the row then reads whole stored vectors."""
+    ``out`` may be wider than d (padded to whole vectors): gaussian noise fills only the
+    pairs coordinates < d need (coordinate k's value never depends on the width); the
+    other kinds fill the whole row in one loop with no remainder."""
     if kind == GAUSSIAN:
-        fill_normals(row_key(tkey, i), out, r, scale)
+        fill_normals(row_key(tkey, i), out, r, scale, d)
     elif kind == STRUCTURED:
         v = uv[c, 0, i]
         u = uv[c, 1, i]
@@ -66,7 +66,7 @@ def stochastic_grads(t, X, G, seed, kind, scale, xi, uv, dv, hetero, a0, A, B):
     tkey = step_key(stream_key(seed, STREAM_NOISE), t)
     draw_shared(kind, tkey, xi, 0, scale)
     for i in range(X.shape[0]):
-        noise_row(G, i, kind, tkey, i, scale, xi, 0, uv, dv)
+        noise_row(G, i, kind, tkey, i, scale, xi, 0, uv, dv, G.shape[1])
         grad_row(G, i, X, i, hetero, a0, A, B)
 
 
@@ -75,4 +75,4 @@ def normal_matrix(seed, stream, out, scale):
     """out[i, k] = scale * N(0, 1) from stream ``stream`` of ``seed`` (step 0)."""
     tkey = step_key(stream_key(seed, stream), 0)
     for i in range(out.shape[0]):
-        fill_normals(row_key(tkey, i), out, i, scale)
+        fill_normals(row_key(tkey, i), out, i, scale, out.shape[1])

@@ -188,10 +188,10 @@ def normal_pair(rkey, m, scale):
 
 
 @njit(**NJIT_FLAGS)
-def fill_normals(rkey, out, r, scale):
-    """out[r, k] = scale * z_k for the row with key rkey, in whole groups of 2 PAIRS
-    coordinates, then a partial last group coordinate by coordinate."""
-    d = out.shape[1]
+def fill_normals(rkey, out, r, scale, d):
+    """out[r, k] = scale * z_k for k < d, the row with key rkey: whole groups of 2 PAIRS
+    coordinates, then only the pairs a partial last group needs (d = 100: 52 pairs, not
+    the 56 of a padded row)."""
     G = 2 * PAIRS
     full = d // G
     for g in range(full):
@@ -199,7 +199,12 @@ def fill_normals(rkey, out, r, scale):
             z0, z1 = normal_pair(rkey, PAIRS * g + j, scale)
             out[r, G * g + j] = z0
             out[r, G * g + PAIRS + j] = z1
-    for k in range(G * full, d):
-        j = k - G * full
-        z0, z1 = normal_pair(rkey, PAIRS * full + j % PAIRS, scale)
-        out[r, k] = z0 if j < PAIRS else z1
+    k0, m0 = G * full, PAIRS * full
+    both = max(0, d - k0 - PAIRS)  # pairs of the partial group whose z1 is needed too
+    for j in range(both):
+        z0, z1 = normal_pair(rkey, m0 + j, scale)
+        out[r, k0 + j] = z0
+        out[r, k0 + PAIRS + j] = z1
+    for j in range(both, min(PAIRS, d - k0)):
+        z0, _ = normal_pair(rkey, m0 + j, scale)
+        out[r, k0 + j] = z0

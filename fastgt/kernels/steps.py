@@ -153,7 +153,7 @@ def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
             if structured:
                 v, u = uv[c, 0, i], uv[c, 1, i]
             elif kind == GAUSSIAN:
-                noise_row(g, b, kind, tkey, i, sc, xi, c, uv, dv)
+                noise_row(g, b, kind, tkey, i, sc, xi, c, uv, dv, G.shape[1])
             m = indptr[i + 1] - indptr[i]
             if not gt and not hetero and not last and 2 <= m <= FUSED_MAX:
                 dsgd_fused(Xn, i, X, indices, w, indptr[i], m, bt, mx, N, rn, v, u, dv, gm, a0)

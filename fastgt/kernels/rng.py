@@ -100,8 +100,9 @@ def economized(taylor, a, terms: int) -> tuple[tuple[float, ...], float]:
     n = len(taylor)
     q = [Fraction(0)] * n  # the series in t, z = a (1 + t) / 2
     for k, ck in enumerate(taylor):
+        ck = ck * (a / 2) ** k
         for j in range(k + 1):
-            q[j] += ck * (a / 2) ** k * comb(k, j)
+            q[j] += ck * comb(k, j)
     cheb = [Fraction(0)] * n  # t^k = 2^(1-k) sum_j C(k, j) T_(k-2j), T_0 counted once
     for k, qk in enumerate(q):
         for j in range(k // 2 + 1):
@@ -110,11 +111,15 @@ def economized(taylor, a, terms: int) -> tuple[tuple[float, ...], float]:
     T = [[Fraction(1)], [Fraction(0), Fraction(1)]]  # Chebyshev polynomials in t
     while len(T) < terms:
         T.append([2 * x - y for x, y in zip([Fraction(0)] + T[-1], T[-2] + [Fraction(0)] * 2)])
-    out = [Fraction(0)] * terms
+    mono = [Fraction(0)] * terms  # the kept Chebyshev terms as a polynomial in t
     for k in range(terms):
-        for i, tki in enumerate(T[k]):  # t^i = (2 z / a - 1)^i
-            for j in range(i + 1):
-                out[j] += cheb[k] * tki * comb(i, j) * (2 / a) ** j * (-1) ** (i - j)
+        for i, tki in enumerate(T[k]):
+            mono[i] += cheb[k] * tki
+    out = [Fraction(0)] * terms
+    for i, mi in enumerate(mono):  # t^i = (2 z / a - 1)^i
+        for j in range(i + 1):
+            out[j] += mi * comb(i, j) * (-1) ** (i - j)
+    out = [x * (2 / a) ** j for j, x in enumerate(out)]
     return tuple(float(x) for x in out), float(sum(abs(x) for x in cheb[terms:]))
 
 

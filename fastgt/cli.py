@@ -83,22 +83,25 @@ def run_cmd(algorithm, topo_name, problem, zeta, noise, sigma2, d, stepsize, ste
 
     Example: fastgt run --algorithm gt --topology ring --n 300 --steps 20000 --out trace.parquet
     """
-    from tqdm import tqdm
-
     from . import problem as make_problem
     from . import run, topology
 
     W = topology(topo_name, **topo_params(kw))
     prob = make_problem(problem, **({"zeta": zeta} if zeta is not None else {}))
-    bar = tqdm(total=steps, unit="step", disable=quiet or None, file=sys.stderr)
+    bar = progress = None
+    if not quiet:
+        from tqdm import tqdm
 
-    def progress(t):
-        bar.update(t - bar.n)
+        bar = tqdm(total=steps, unit="step", disable=None, file=sys.stderr)
+
+        def progress(t):
+            bar.update(t - bar.n)
 
     res = run(algorithm=algorithm, topology=W, problem=prob, noise=noise, sigma2=sigma2, d=d,
               stepsize=stepsize, steps=steps, record_every=record_every, seed=seed,
               threads=threads, progress=progress)
-    bar.close()
+    if bar is not None:
+        bar.close()
     if out:
         res.trace.to_parquet(out, index=False)
     for k, v in res.summary.items():

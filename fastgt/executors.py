@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 from .cellrun import THREAD_ENV, batch_key, failed_row, ping, run_cells, warm_cache, worker_init
 from .errors import FastGTError, check_choice, check_int
-from .storage import Store
 
 #: default for the most cells in one task (one compiled loop, see fastgt.run_batch)
 MAX_BATCH = 16
@@ -245,6 +244,8 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     threads = check_int("threads_per_worker", threads, 1)
     max_batch = check_int("max_batch", max_batch, 1)
     t0 = time.time()
+    from .storage import Store  # pyarrow and pandas only for sweeps
+
     store = Store(out)
     if spec_text is not None:
         store.put_text("grid.toml", spec_text)

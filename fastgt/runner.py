@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 import time
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from .algorithms import Batch, Cell
 from .algorithms import algorithm as get_algorithm
@@ -29,14 +29,24 @@ CELL_KEYS = ("topology", "stepsize", "sigma2", "seed", "x0")
 class RunResult:
     """``trace``: one row per record (step + METRICS); ``summary``: finals, plateaus, status.
 
+    ``records`` holds the trace's numbers, (records, 1 + len(METRICS)); the pandas
+    DataFrame ``trace`` is built from it on first access (so that a run needs no pandas).
     ``state`` holds the final arrays (X, and Y, G for GT): views into the run's buffers,
     which they keep alive (all 5 n d doubles for GT); copy what you keep of a large run.
     """
 
-    trace: pd.DataFrame
+    records: np.ndarray = field(repr=False)
     summary: dict
     config: dict
     state: dict = field(repr=False, default_factory=dict)
+
+    @functools.cached_property
+    def trace(self):
+        import pandas as pd
+
+        df = pd.DataFrame(self.records, columns=("step",) + METRICS)
+        df["step"] = df["step"].astype(np.int64)
+        return df
 
     def __repr__(self) -> str:
         s = self.summary
@@ -113,13 +123,13 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     wall = time.perf_counter() - t_start
     out = []
     for c, (cell, rec) in enumerate(zip(parsed, recs)):
-        trace = rec.trace()
+        records = np.array(rec.rows).reshape(-1, 1 + len(METRICS))
         config = {**shared, "topology": cell.W.name, **cell.W.params, "sigma2": cell.noise.sigma2,
                   "stepsize": cell.gamma, "seed": cell.seed, "threads": nthreads}
-        summary = _summarize(trace, rec, loop_time / batch.C, wall / batch.C, nthreads, batch.C)
+        summary = _summarize(records, rec, loop_time / batch.C, wall / batch.C, nthreads, batch.C)
         X, Y = algo.iterates(arrays, cur, c)
         state = {"X": X} if Y is None else {"X": X, "Y": Y, "G": arrays[2][c]}
-        out.append(RunResult(trace, summary, config, state))
+        out.append(RunResult(records, summary, config, state))
     return out
 
 
@@ -161,24 +171,19 @@ class _Recorder:
         if t > 0 and (not np.all(np.isfinite(vals)) or self.out[1] > self.limit):
             self.status, self.diverged_step = "diverged", t
 
-    def trace(self) -> pd.DataFrame:
-        df = pd.DataFrame(np.array(self.rows).reshape(-1, 1 + len(METRICS)),
-                          columns=("step",) + METRICS)
-        df["step"] = df["step"].astype(np.int64)
-        return df
 
 
-def _summarize(trace: pd.DataFrame, rec: _Recorder, loop_time: float, wall: float,
+def _summarize(records: np.ndarray, rec: _Recorder, loop_time: float, wall: float,
                threads: int, batch: int) -> dict:
     """Finals and plateaus (mean over the last half of the records). Times of a batch are
     shared equally by its cells."""
     s = {"status": rec.status, "diverged_step": rec.diverged_step, "steps_done": rec.steps_done,
-         "records": len(trace), "wall_time": wall, "loop_time": loop_time,
+         "records": len(records), "wall_time": wall, "loop_time": loop_time,
          "steps_per_s": rec.steps_done / loop_time if loop_time > 0 else math.nan,
          "threads": threads, "batch": batch}
-    half = trace.iloc[len(trace) // 2:]
-    for m in METRICS:
-        s[f"final_{m}"] = float(trace[m].iloc[-1])
-        s[m] = float(half[m].mean()) if rec.status == "ok" else math.nan
+    half = records[len(records) // 2:]
+    for q, m in enumerate(METRICS, start=1):
+        s[f"final_{m}"] = float(records[-1, q])
+        s[m] = float(half[:, q].mean()) if rec.status == "ok" else math.nan
     return s
 

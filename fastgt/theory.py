@@ -29,7 +29,6 @@ import math
 import weakref
 
 import numpy as np
-import scipy.linalg as sla
 
 from .errors import FastGTError, bad, check_choice, check_float, check_int
 
@@ -67,6 +66,8 @@ def _compute_eigenvalues(W) -> np.ndarray:
             f"theory: {W.describe()} has n={W.n} nodes and no closed-form spectrum: all its "
             f"eigenvalues need a dense eigvalsh, allowed only n <= {DENSE_MAX} (closed forms: "
             "ring, interp_ring, torus, complete, exponential, hypercube)")
+    import scipy.linalg as sla  # lazily: a plain run needs no dense eigensolver
+
     lam = sla.eigvalsh(W.to_dense(), overwrite_a=True, check_finite=False)
     return lam[:-1]  # the largest is the all-ones mode (eigenvalue 1; W is connected)
 

@@ -387,6 +387,52 @@ def test_validate_ignores_explicitly_stored_zeros():
         validate(mm)
 
 
+
+CIRCULANTS = [(8, [1]), (8, [2]), (9, [3]), (9, [2]), (7, [2, 3]), (12, [4, 6]), (10, [2, 5]),
+              (6, [3]), (5, [1, 2])]
+
+
+@pytest.mark.parametrize("self_weight", [0.0, 0.2])
+@pytest.mark.parametrize("n,hops", CIRCULANTS)
+def test_structured_validation_agrees_with_graph_search(n, hops, self_weight):
+    """Circulants are checked on their exact closed-form spectrum (no scipy): the verdict,
+    and its message, are those of the graph search that other matrices get."""
+    from fastgt.topology import MixingMatrix, validate
+    from fastgt.topology.families import _circulant
+
+    w = (1 - self_weight) / (2 * len(hops))
+    offs = [((0,), self_weight)] + [((s * h,), w) for h in hops for s in (1, -1)]
+    mm = _circulant((n,), offs, name="test")
+    plain = MixingMatrix(mm.indptr, mm.indices, mm.weights)  # structure=None: scipy's path
+
+    def verdict(m):
+        try:
+            validate(m)
+            return "valid"
+        except FastGTError as err:
+            return str(err).split(" ")[:3]
+
+    assert verdict(mm) == verdict(plain)
+    # and the ground truth: p > 0 iff 1 is a simple eigenvalue and -1 is not one
+    lam = np.linalg.eigvalsh(mm.to_dense())
+    assert (verdict(mm) == "valid") == (lam[-2] < 1 - 1e-9 and lam[0] > -1 + 1e-9)
+
+
+def test_a_ring_run_starts_without_pandas_scipy_sparse_or_tqdm():
+    """`fastgt run --quiet` on a ring loads only what it uses (start-up time): pandas and
+    pyarrow come with --out, scipy.sparse with general graphs, tqdm with the progress bar."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from fastgt.cli import main\n"
+            "try: main(['run', '--n', '8', '--d', '3', '--steps', '2', '--quiet'])\n"
+            "except SystemExit: pass\n"
+            "print(sorted({m for m in sys.modules if m.split('.')[0] in "
+            "('pandas', 'pyarrow', 'tqdm')} | {m for m in sys.modules if m.startswith('scipy.sparse')}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-500:]
+
+
 # ------------------------------------------------------------------------ CLI
 def _invoke(*args):
     return CliRunner().invoke(main, ["topo", *args])

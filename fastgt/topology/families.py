@@ -5,31 +5,36 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import FastGTError, bad, check_float, check_int
 from .mixing import MixingMatrix
 from .weights import from_edge_list
 
 
-def _circulant(shape: tuple[int, ...],
-               offsets: list[tuple[tuple[int, ...], float]]) -> sp.csr_matrix:
-    """Sparse circulant on the grid ``shape`` (row-major node ids) from (offset, weight) pairs.
+def _circulant(shape: tuple[int, ...], offsets: list[tuple[tuple[int, ...], float]],
+               **kw) -> MixingMatrix:
+    """Circulant on the grid ``shape`` (row-major node ids) from (offset, weight) pairs, as
+    CSR arrays built directly (no scipy): every row has the same offsets, sorted per row.
 
     Offsets that coincide modulo the shape (tiny rings and tori) have their weights summed.
     """
-    n = math.prod(shape)
     idx = np.indices(shape).reshape(len(shape), -1)
-    rows, cols, vals = [], [], []
+    cols, vals = [], []
     for off, w in offsets:
-        if w == 0.0:
-            continue
-        shifted = [(idx[a] + off[a]) % shape[a] for a in range(len(shape))]
-        rows.append(np.arange(n))
-        cols.append(np.ravel_multi_index(shifted, shape))
-        vals.append(np.full(n, w))
-    return sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                         shape=(n, n)).tocsr()
+        if w != 0.0:
+            cols.append(np.ravel_multi_index([(idx[a] + off[a]) % shape[a]
+                                              for a in range(len(shape))], shape))
+            vals.append(w)
+    cols = np.stack(cols, axis=1)  # (n, offsets)
+    order = np.argsort(cols, axis=1, kind="stable")
+    cols = np.take_along_axis(cols, order, axis=1)
+    vals = np.asarray(vals)[order]
+    first = np.ones(cols.shape, dtype=bool)
+    first[:, 1:] = cols[:, 1:] != cols[:, :-1]
+    starts = np.flatnonzero(first)
+    indptr = np.concatenate(([0], np.cumsum(first.sum(axis=1))))
+    return MixingMatrix(indptr, cols.ravel()[starts], np.add.reduceat(vals.ravel(), starts),
+                        0.0, structure=("circulant", shape), **kw)
 
 
 def _edges_matrix(name: str, params: dict, edges, n: int, weights: str,
@@ -42,9 +47,8 @@ def ring(n: int, self_weight: float = 1 / 3) -> MixingMatrix:
     """Ring: w_ii = self_weight, both neighbours (1 - self_weight) / 2."""
     n = check_int("n", n, 2)
     w = check_float("self_weight", self_weight, 0.0, 1.0, hi_open=True)
-    A = _circulant((n,), [((0,), w), ((1,), (1 - w) / 2), ((-1,), (1 - w) / 2)])
-    return MixingMatrix.from_sparse(A, 0.0, name="ring", params={"n": n, "self_weight": w},
-                                    structure=("circulant", (n,)))
+    return _circulant((n,), [((0,), w), ((1,), (1 - w) / 2), ((-1,), (1 - w) / 2)],
+                      name="ring", params={"n": n, "self_weight": w})
 
 
 def interp_ring(n: int, alpha: float, self_weight: float = 1 / 3) -> MixingMatrix:
@@ -78,9 +82,7 @@ def torus(rows: int | None = None, cols: int | None = None, n: int | None = None
     if rows * cols < 2:
         raise bad("rows", rows, "rows * cols >= 2")
     offs = [((0, 0), 0.2), ((1, 0), 0.2), ((-1, 0), 0.2), ((0, 1), 0.2), ((0, -1), 0.2)]
-    A = _circulant((rows, cols), offs)
-    return MixingMatrix.from_sparse(A, 0.0, name="torus", params={"rows": rows, "cols": cols},
-                                    structure=("circulant", (rows, cols)))
+    return _circulant((rows, cols), offs, name="torus", params={"rows": rows, "cols": cols})
 
 
 def complete(n: int) -> MixingMatrix:
@@ -181,6 +183,8 @@ def _edge_array(edges) -> np.ndarray:
 
 def from_edges(edges, n: int | None = None, weights: str = "metropolis") -> MixingMatrix:
     """A user graph: an (m, 2) edge list, a scipy sparse adjacency, or a networkx-like graph."""
+    import scipy.sparse as sp
+
     if sp.issparse(edges):
         coo = sp.coo_matrix(edges)
         if coo.shape[0] != coo.shape[1]:

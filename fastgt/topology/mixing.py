@@ -1,17 +1,22 @@
 """MixingMatrix: W = A + mean_weight * (1/n) 1 1^T, with A stored as CSR neighbour lists.
 
 A dense complete graph or an interpolated ring thus costs O(n d) per mix, never O(n^2 d).
+scipy.sparse is imported only where a general sparse matrix is handled, so that a run on a
+ring or a torus starts without it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from ..errors import FastGTError
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 TOL = 1e-12
 
@@ -54,6 +59,8 @@ class MixingMatrix:
 
     def sparse_part(self) -> sp.csr_matrix:
         """The sparse part A as a scipy CSR matrix."""
+        import scipy.sparse as sp
+
         n = self.n
         return sp.csr_matrix((self.weights, self.indices, self.indptr), shape=(n, n))
 
@@ -92,6 +99,8 @@ class MixingMatrix:
     # ------------------------------------------------------------ constructors
     @classmethod
     def from_sparse(cls, A, mean_weight: float = 0.0, **kw) -> MixingMatrix:
+        import scipy.sparse as sp
+
         A = sp.csr_matrix(A, dtype=np.float64)
         A.sum_duplicates()
         A.sort_indices()
@@ -100,6 +109,8 @@ class MixingMatrix:
     @classmethod
     def from_matrix(cls, W, mean_weight: float = 0.0, name: str = "matrix") -> MixingMatrix:
         """Wrap a user matrix (dense array or scipy sparse) and validate it."""
+        import scipy.sparse as sp
+
         if sp.issparse(W):
             A = sp.csr_matrix(W, dtype=np.float64)
         else:
@@ -119,6 +130,8 @@ class MixingMatrix:
 
     def lazy(self) -> MixingMatrix:
         """(W + I) / 2: keeps the eigenvectors, maps every eigenvalue l to (l + 1) / 2, so c = 1."""
+        import scipy.sparse as sp
+
         n = self.n
         A = (self.sparse_part() + sp.identity(n, format="csr")) * 0.5
         params = dict(self.params, lazy=True)
@@ -127,7 +140,13 @@ class MixingMatrix:
 
 
 def validate(mm: MixingMatrix) -> MixingMatrix:
-    """Raise FastGTError unless W is a valid mixing matrix with p > 0."""
+    """Raise FastGTError unless W is a valid mixing matrix with p > 0.
+
+    A W with a ``structure`` (built by a circulant or hypercube family: symmetric by
+    construction) has p > 0 checked exactly on its closed-form spectrum, in O(n log n)
+    and without scipy; any other W is checked for symmetry, then its graph for
+    connectedness and bipartiteness.
+    """
     n = mm.n
     if n < 2:
         raise FastGTError(f"n={n} is invalid: allowed an integer >= 2 (number of nodes)")
@@ -139,31 +158,47 @@ def validate(mm: MixingMatrix) -> MixingMatrix:
         raise FastGTError(f"mean_weight={mm.mean_weight!r} is invalid: allowed a number in [0, 1]")
     if np.any(mm.weights < -TOL) or mm.mean_weight < 0:
         raise FastGTError("W must be nonnegative: found negative weights")
-    A = mm.sparse_part()
-    asym = abs(A - A.T)
-    if asym.nnz and asym.max() > TOL:
-        raise FastGTError(f"W must be symmetric: max |w_ij - w_ji| = {asym.max():.3g} > {TOL:g}")
-    rows = np.asarray(A.sum(axis=1)).ravel() + mm.mean_weight
-    err = np.max(np.abs(rows - 1.0))
+    if mm.structure is None:
+        A = mm.sparse_part()
+        asym = abs(A - A.T)
+        if asym.nnz and asym.max() > TOL:
+            raise FastGTError(f"W must be symmetric: max |w_ij - w_ji| = {asym.max():.3g} > {TOL:g}")
+    rows = np.bincount(np.repeat(np.arange(n), np.diff(mm.indptr)), mm.weights, minlength=n)
+    err = np.max(np.abs(rows + mm.mean_weight - 1.0))
     if err > TOL:
         raise FastGTError(f"W must be doubly stochastic: max |row sum - 1| = {err:.3g} > {TOL:g}")
-    if mm.mean_weight <= TOL:
-        A = A.copy()
-        A.eliminate_zeros()  # csgraph counts explicitly stored zeros as edges
-        ncomp, _ = connected_components(A, directed=False)
-        if ncomp > 1:
-            raise FastGTError(
-                f"graph is disconnected ({ncomp} components): p = 0; "
-                "allowed only connected graphs (raise prob/radius or pick another seed)")
-        if np.all(A.diagonal() <= TOL) and _is_bipartite(A):
-            raise FastGTError(
-                "W has eigenvalue -1 (bipartite graph with zero self-weights): p = 0; "
-                "allowed only W with lambda_n > -1 (use lazy=True or a positive self_weight)")
+    if mm.mean_weight > TOL:
+        return mm
+    if mm.structure is not None:
+        s = mm.spectrum()  # exact gaps: a disconnected or bipartite structure gives exactly 0
+        if s.gap2 <= 0.0:
+            raise FastGTError(DISCONNECTED.format(what="eigenvalue 1 is repeated"))
+        if s.gapn <= 0.0:
+            raise FastGTError(BIPARTITE)
+        return mm
+    from scipy.sparse.csgraph import connected_components
+
+    A = A.copy()
+    A.eliminate_zeros()  # csgraph counts explicitly stored zeros as edges
+    ncomp, _ = connected_components(A, directed=False)
+    if ncomp > 1:
+        raise FastGTError(DISCONNECTED.format(what=f"{ncomp} components"))
+    if np.all(A.diagonal() <= TOL) and _is_bipartite(A):
+        raise FastGTError(BIPARTITE)
     return mm
+
+
+DISCONNECTED = ("graph is disconnected ({what}): p = 0; "
+                "allowed only connected graphs (raise prob/radius or pick another seed)")
+BIPARTITE = ("W has eigenvalue -1 (bipartite graph with zero self-weights): p = 0; "
+             "allowed only W with lambda_n > -1 (use lazy=True or a positive self_weight)")
 
 
 def _is_bipartite(A: sp.csr_matrix) -> bool:
     """A connected graph is bipartite iff its bipartite double cover [[0, A], [A, 0]]
     (two copies of the nodes, every edge joining the copies) is disconnected."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
     cover = sp.bmat([[None, A], [A, None]], format="csr")
     return connected_components(cover, directed=False)[0] > 1

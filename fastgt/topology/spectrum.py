@@ -12,8 +12,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
-import scipy.sparse.linalg as spla
 
 from ..errors import FastGTError, bad, check_choice
 
@@ -185,6 +183,8 @@ def _mode_gaps(mm, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _dense(mm, vectors: bool) -> Spectrum:
+    import scipy.linalg as sla  # lazily, as _sparse's solver: most runs need neither
+
     W = mm.to_dense()
     if vectors:
         lam, vec = sla.eigh(W)
@@ -201,6 +201,8 @@ def _sparse(mm, vectors: bool) -> Spectrum:
     for the smallest lambda_n; the other eigenpairs are unchanged (they are orthogonal to 1).
     The start vector is fixed, so results are reproducible.
     """
+    import scipy.sparse.linalg as spla
+
     A = mm.sparse_part()
     n = mm.n
     start = np.random.default_rng(0).standard_normal(n)

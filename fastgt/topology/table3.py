@@ -26,10 +26,12 @@ more, tending to 16/25).
 from __future__ import annotations
 
 import math
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..errors import bad, check_int
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TABLE3_NS = (16, 64, 256, 1024, 4096, 16384, 65536)
 PAPER = {"ring": ("O(n^2)", "8/9"), "torus": ("O(n)", ">= 4/5"), "complete": ("O(1)", "1")}
@@ -54,6 +56,8 @@ def table3(ns=TABLE3_NS) -> pd.DataFrame:
     for n in ns:
         if math.isqrt(n) ** 2 != n:
             raise bad("ns", n, "perfect squares >= 4 (the torus is sqrt(n) x sqrt(n))")
+    import pandas as pd
+
     rows = []
     for name in PAPER:
         for n in ns:

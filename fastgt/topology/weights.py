@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import check_choice
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 WEIGHT_RULES = ("metropolis", "max_degree")
 
@@ -30,6 +34,8 @@ def from_edge_list(edges: np.ndarray, n: int, rule: str = "metropolis") -> sp.cs
     - ``max_degree``: w_ij = 1 / (1 + max_k deg_k) on edges;
     and w_ii = 1 - sum_{j != i} w_ij.
     """
+    import scipy.sparse as sp
+
     check_choice("weights", rule, WEIGHT_RULES)
     e = clean_edges(edges, n)
     i, j = e[:, 0], e[:, 1]

@@ -11,16 +11,16 @@ import numpy as np
 from numba import njit
 
 from ..config import NJIT_FLAGS
-from .mixing import block_range, block_sums, reduce_blocks
+from .mixing import ROW0, block_range, block_sums, reduce_blocks
 
 
 @njit(**NJIT_FLAGS)
 def quadratic_metrics(X, Y, has_y, abar, xstar, part, out):
     n, d = X.shape
     nb = part.shape[0]
-    block_sums(X, part, 0)
+    block_sums(X, part, ROW0)
     if has_y:
-        block_sums(Y, part, 1)
+        block_sums(Y, part, ROW0 + 1)
     xbar = np.empty(d)
     ybar = np.zeros(d)
     reduce_blocks(part, 0, xbar, n)

@@ -9,10 +9,14 @@ view made per row costs two atomic reference-count updates, which at d = 100 cos
 as the row's arithmetic.
 """
 
+import numpy as np
 from numba import njit
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
 
+#: index 0 as a typed int64 for kernel calls: a literal 0 argument would make numba compile
+#: one more copy of the callee (a Literal[int](0) signature)
+ROW0 = np.int64(0)
 BLOCKS_MAX = 256
 ROWS_MIN = 8
 #: CSR entries mixed in the first, fused pass over a row (the self loop and up to 4

@@ -13,6 +13,7 @@ Row helpers write row r of a 2-d array (no per-row views, see mixing.py).
 from numba import njit
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
+from .mixing import ROW0
 from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
 
 NONE = 0
@@ -64,9 +65,9 @@ def stochastic_grads(t, X, G, seed, kind, scale, xi, uv, dv, hetero, a0, A, B):
     """G = grad F(X, xi^(t)) for every node of one cell (used once, at t = 0, and by
     tests); xi (1, >= d) and uv (1, 2, n) are the cell's own."""
     tkey = step_key(stream_key(seed, STREAM_NOISE), t)
-    draw_shared(kind, tkey, xi, 0, scale)
+    draw_shared(kind, tkey, xi, ROW0, scale)
     for i in range(X.shape[0]):
-        noise_row(G, i, kind, tkey, i, scale, xi, 0, uv, dv, G.shape[1])
+        noise_row(G, i, kind, tkey, i, scale, xi, ROW0, uv, dv, G.shape[1])
         grad_row(G, i, X, i, hetero, a0, A, B)
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from .cellrun import THREAD_ENV, batch_key, failed_row, ping, run_cells, warm_cache, worker_init
 from .errors import FastGTError, check_choice, check_int
+from .runtime import usable_cpus
 
 #: default for the most cells in one task (one compiled loop, see fastgt.run_batch)
 MAX_BATCH = 16
@@ -239,8 +240,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     workers, releases this sweep's claims and propagates.
     """
     check_executor(executor, scheduler)  # before DIR is touched
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    workers = check_int("workers", usable if workers is None else workers, 1)
+    workers = check_int("workers", usable_cpus() if workers is None else workers, 1)
     threads = check_int("threads_per_worker", threads, 1)
     max_batch = check_int("max_batch", max_batch, 1)
     t0 = time.time()

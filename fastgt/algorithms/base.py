@@ -84,8 +84,9 @@ class Batch:
 class Algorithm:
     """An algorithm spec (the optax pattern): how to set up state and advance it.
 
-    - ``init(batch) -> (S1, S2, S3)``: state arrays of all cells at t = 0 (initial gradients
-      drawn); the kernels' layout is documented in fastgt/kernels/steps.py
+    - ``alloc(batch) -> (S1, S2, S3)``: the state arrays of all cells, uninitialised; their
+      layout is documented in fastgt/kernels/steps.py
+    - ``init(batch)``: the same arrays at t = 0 (initial gradients drawn)
     - ``iterates(arrays, cur, c) -> (X, Y or None)``: what the metrics read for cell c
     - ``code``: the kernels' algorithm switch
     The update equation is in the module docstring of each algorithm.
@@ -93,6 +94,7 @@ class Algorithm:
 
     name: str
     code: int
+    alloc: Callable
     init: Callable
     iterates: Callable
     doc: str

@@ -17,21 +17,24 @@ from ..kernels.oracles import stochastic_grads
 from .base import Algorithm, Batch, initial_point
 
 
+def alloc(batch: Batch) -> tuple:
+    Z2 = np.empty((batch.C, 2, batch.n, batch.d))
+    return Z2, Z2, np.empty((batch.C, batch.n, batch.d))  # the kernels' second slot is unused
+
+
 def init(batch: Batch) -> tuple:
-    C, n, d = batch.C, batch.n, batch.d
-    X = np.empty((C, n, d))
-    Z2 = np.empty((C, 2, n, d))
+    Z2, _, X = arrays = alloc(batch)
     for c, cell in enumerate(batch.cells):
         initial_point(X[c], cell.x0, cell.seed)
         stochastic_grads(0, X[c], Z2[c, 1], *batch.oracle_args(c))  # Z2[c, 1] holds g(0)
         np.multiply(Z2[c, 1], -cell.gamma, out=Z2[c, 0])
         Z2[c, 0] += X[c]
         column_means(Z2[c, 0], batch.part[c], 0, batch.means[c, 0])
-    return Z2, Z2, X  # the kernels' second slot is unused by D-SGD
+    return arrays
 
 
 def iterates(arrays: tuple, cur: int, c: int):
     return arrays[2][c], None
 
 
-DSGD = Algorithm("dsgd", steps.DSGD, init, iterates, doc=__doc__)
+DSGD = Algorithm("dsgd", steps.DSGD, alloc, init, iterates, doc=__doc__)

@@ -18,11 +18,13 @@ from ..kernels.oracles import stochastic_grads
 from .base import Algorithm, Batch, initial_point
 
 
-def init(batch: Batch) -> tuple:
+def alloc(batch: Batch) -> tuple:
     C, n, d = batch.C, batch.n, batch.d
-    X2 = np.empty((C, 2, n, d))
-    Y2 = np.empty((C, 2, n, d))
-    G = np.empty((C, n, d))
+    return np.empty((C, 2, n, d)), np.empty((C, 2, n, d)), np.empty((C, n, d))
+
+
+def init(batch: Batch) -> tuple:
+    X2, Y2, G = alloc(batch)
     for c, cell in enumerate(batch.cells):
         initial_point(X2[c, 0], cell.x0, cell.seed)
         stochastic_grads(0, X2[c, 0], G[c], *batch.oracle_args(c))
@@ -37,4 +39,4 @@ def iterates(arrays: tuple, cur: int, c: int):
     return X2[c, cur], Y2[c, cur]
 
 
-GT = Algorithm("gt", steps.GT, init, iterates, doc=__doc__)
+GT = Algorithm("gt", steps.GT, alloc, init, iterates, doc=__doc__)

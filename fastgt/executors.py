@@ -24,10 +24,14 @@ import sys
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .cellrun import THREAD_ENV, batch_key, failed_row, ping, run_cells, warm_cache, worker_init
 from .errors import FastGTError, check_choice, check_int
 from .runtime import usable_cpus
+
+if TYPE_CHECKING:
+    from .storage import Store
 
 #: default for the most cells in one task (one compiled loop, see fastgt.run_batch)
 MAX_BATCH = 16

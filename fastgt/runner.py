@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import time
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np

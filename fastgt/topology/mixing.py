@@ -8,7 +8,6 @@ ring or a torus starts without it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-
 from typing import TYPE_CHECKING
 
 import numpy as np

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from .cellrun import THREAD_ENV, batch_key, failed_row, ping, run_cells, warm_cache, worker_init
 from .errors import FastGTError, check_choice, check_int
-from .runtime import usable_cpus
+from .runtime import package_env, usable_cpus
 
 if TYPE_CHECKING:
     from .storage import Store
@@ -66,10 +66,12 @@ class SweepReport:
 
 @contextlib.contextmanager
 def worker_environment(threads: int):
-    """Thread variables for worker processes started inside the block; restored after (the
-    driver's own numba keeps its configuration)."""
-    saved = {k: os.environ.get(k) for k in THREAD_ENV}
-    os.environ.update({k: str(threads) for k in THREAD_ENV})
+    """Thread variables, and the variables that make workers import the driver's own fastgt
+    (``runtime.package_env``), for worker processes started inside the block; restored after
+    (the driver's own numba keeps its configuration)."""
+    env = {k: str(threads) for k in THREAD_ENV} | package_env()
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
         yield
     finally:

@@ -142,20 +142,30 @@ def _compile_steps(callees_only: bool = False) -> None:
     steps.step_end(gt.code, 0, state, batch.mix)
 
 
+def package_env() -> dict:
+    """Environment for child Pythons (``-c`` commands, the forkserver) that must import this
+    very fastgt: its directory first on PYTHONPATH, and PYTHONSAFEPATH so that the working
+    directory is not put before it (a source checkout beside an installed copy would
+    otherwise be imported instead, with other file times, and compile a cache of its own)."""
+    import os
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    return {"PYTHONSAFEPATH": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+
+
 def _start_helper():
     """A process compiling every kernel but run_steps into the cache (None on one core)."""
     import os
     import subprocess
-    from pathlib import Path
 
     if usable_cpus() < 2:
         return None
-    root = str(Path(__file__).resolve().parent.parent)  # this very fastgt, even if not installed
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     try:
         return subprocess.Popen([sys.executable, "-c", "from fastgt.runtime import helper; helper()"],
-                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+                                env=dict(os.environ, **package_env()), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError:
         return None  # this process compiles everything itself
 

@@ -273,3 +273,24 @@ def test_max_batch_one_runs_cells_one_by_one(tmp_path):
     assert {store.provenance(c.id)["batch"] for c in cells} == {1}
     with pytest.raises(fastgt.FastGTError, match="max_batch"):
         run_sweep(cells, str(tmp_path / "x"), workers=1, progress=False, max_batch=0)
+
+
+def test_workers_import_the_drivers_fastgt_not_the_working_directorys(tmp_path):
+    """A sweep started in a directory holding another ``fastgt`` (a source checkout beside
+    an installed copy) runs its workers on the driver's own package: the forkserver's
+    ``python -c`` would otherwise put the working directory first on sys.path."""
+    decoy = tmp_path / "checkout"
+    (decoy / "fastgt").mkdir(parents=True)
+    (decoy / "fastgt" / "__init__.py").write_text("")
+    (decoy / "fastgt" / "cellrun.py").write_text(  # imports fine, so the forkserver keeps it
+        "def fail(*args):\n    raise RuntimeError('the decoy fastgt')\n\n"
+        "ping = worker_init = run_cells = fail\n")
+    spec = _spec(tmp_path, 200, 2)
+    # a script elsewhere, as an installed entry point: the driver imports the real package
+    script = tmp_path / "entry.py"
+    script.write_text("from fastgt.cli import main\n\nif __name__ == '__main__':\n    main()\n")
+    proc = subprocess.run([sys.executable, str(script), "grid", str(spec), "--out",
+                           str(tmp_path / "out"), "--workers", "2", "--max-batch", "1", "--quiet"],
+                          cwd=decoy, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _summary(proc.stdout + proc.stderr)["ok"] == 2

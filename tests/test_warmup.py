@@ -59,7 +59,8 @@ def test_the_helper_compiles_without_starting_helpers(monkeypatch):
 
 
 def test_helper_runs_this_very_package(monkeypatch):
-    """The helper imports the fastgt being run (PYTHONPATH points at it), not another copy."""
+    """The helper imports the fastgt being run (first on PYTHONPATH, and no working directory
+    before it), not another copy."""
     seen = {}
 
     def fake_popen(cmd, env, **kw):
@@ -71,6 +72,7 @@ def test_helper_runs_this_very_package(monkeypatch):
     assert runtime._start_helper() == "proc"
     root = Path(runtime.__file__).resolve().parent.parent
     assert seen["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(root)
+    assert seen["env"]["PYTHONSAFEPATH"] == "1"  # the working directory does not come first
     assert seen["cmd"][0] == sys.executable
     monkeypatch.setattr(runtime, "usable_cpus", lambda: 1)
     assert runtime._start_helper() is None  # one core: nothing to gain

@@ -32,7 +32,8 @@ class RunResult:
     ``records`` holds the trace's numbers, (records, 1 + len(METRICS)); the pandas
     DataFrame ``trace`` is built from it on first access (so that a run needs no pandas).
     ``state`` holds the final arrays (X, and Y, G for GT): views into the run's buffers,
-    which they keep alive (all 5 n d doubles for GT); copy what you keep of a large run.
+    which they keep alive (all 5 n d doubles of GT with gaussian noise; with structured or
+    no noise G is recomputed here and the buffers are 4 n d); copy what you keep of a large run.
     """
 
     records: np.ndarray = field(repr=False)
@@ -127,9 +128,7 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
         config = {**shared, "topology": cell.W.name, **cell.W.params, "sigma2": cell.noise.sigma2,
                   "stepsize": cell.gamma, "seed": cell.seed, "threads": nthreads}
         summary = _summarize(records, rec, loop_time / batch.C, wall / batch.C, nthreads, batch.C)
-        X, Y = algo.iterates(arrays, cur, c)
-        state = {"X": X} if Y is None else {"X": X, "Y": Y, "G": arrays[2][c]}
-        out.append(RunResult(records, summary, config, state))
+        out.append(RunResult(records, summary, config, algo.state(batch, arrays, cur, c, t)))
     return out
 
 

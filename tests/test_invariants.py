@@ -148,3 +148,31 @@ def test_gt_exact_dsgd_biased_on_heterogeneous_problems(problem):
     assert bias > 1e-2
     np.testing.assert_allclose(dsgd.trace["loss_nodes"].iloc[-1], bias, rtol=1e-6)
     assert gt.trace["loss_nodes"].iloc[-1] < 1e-12 * bias
+
+
+@pytest.mark.parametrize("problem", ["quadratic", "hetero_quadratic"])
+@pytest.mark.parametrize("noise", ["structured", "none"])
+def test_gt_recomputes_its_previous_gradient_to_the_bit(monkeypatch, problem, noise):
+    """With structured or no noise GT keeps no G: g(t) is recomputed from x(t) and step t's
+    shared draw. Forcing the stored-G path must give the very same bits, and state["G"]
+    must be the gradient the stored path holds."""
+    from fastgt.algorithms import gt
+
+    W = fastgt.topology("interp_ring", n=24, alpha=0.7)
+    kw = dict(algorithm="gt", topology=W, problem=problem, noise=noise, d=11, steps=63,
+              record_every=7, seed=5)
+    lean = fastgt.run(**kw)
+    assert lean.config["noise"] == noise
+    alloc, lean_g_rows = gt.alloc, []
+
+    def stored(batch):
+        X2, Y2, G = alloc(batch)
+        lean_g_rows.append(G.shape[1])
+        return X2, Y2, np.empty((batch.C, batch.n, batch.d))
+
+    monkeypatch.setattr(gt, "alloc", stored)
+    full = fastgt.run(**kw)
+    assert lean_g_rows == [0]  # the lean run really kept no G
+    for key in ("X", "Y", "G"):
+        assert np.array_equal(lean.state[key], full.state[key]), key
+    assert np.array_equal(lean.records, full.records, equal_nan=True)

@@ -71,13 +71,15 @@ class Batch:
         nz = first.noise
         self.oracle = (np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                        np.array([c.noise.scale for c in cells], dtype=np.float64),
-                       np.zeros((C, dpad)), np.stack([c.noise.uv for c in cells]), nz.dv,
+                       np.zeros((2 * C, dpad)), np.stack([c.noise.uv for c in cells]), nz.dv,
                        *problem.kernel_args())
 
-    def oracle_args(self, c: int) -> tuple:
-        """Arguments of the single-cell oracle kernels for cell c."""
+    def oracle_args(self, c: int, t: int = 0) -> tuple:
+        """Arguments of the single-cell oracle kernels for cell c at step t (xi: the row
+        that holds the cell's shared draw of step t, steps.shared_row)."""
         seed, kind, scale, xi, uv, dv = self.oracle[:6]
-        return (int(seed[c]), kind, float(scale[c]), xi[c:c + 1], uv[c:c + 1], dv) + self.oracle[6:]
+        r = 2 * c + (t & 1)
+        return (int(seed[c]), kind, float(scale[c]), xi[r:r + 1], uv[c:c + 1], dv) + self.oracle[6:]
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ class Algorithm:
       layout is documented in fastgt/kernels/steps.py
     - ``init(batch)``: the same arrays at t = 0 (initial gradients drawn)
     - ``iterates(arrays, cur, c) -> (X, Y or None)``: what the metrics read for cell c
+    - ``state(batch, arrays, cur, c, t) -> dict``: cell c's final arrays at step t
     - ``code``: the kernels' algorithm switch
     The update equation is in the module docstring of each algorithm.
     """
@@ -97,6 +100,7 @@ class Algorithm:
     alloc: Callable
     init: Callable
     iterates: Callable
+    state: Callable
     doc: str
 
     def advance(self, batch: Batch, arrays: tuple, cur: int, t0: int, steps: int,

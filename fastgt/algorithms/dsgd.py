@@ -37,4 +37,8 @@ def iterates(arrays: tuple, cur: int, c: int):
     return arrays[2][c], None
 
 
-DSGD = Algorithm("dsgd", steps.DSGD, alloc, init, iterates, doc=__doc__)
+def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
+    return {"X": iterates(arrays, cur, c)[0]}
+
+
+DSGD = Algorithm("dsgd", steps.DSGD, alloc, init, iterates, state, doc=__doc__)

@@ -5,7 +5,9 @@
     g_i(t+1) = grad F_i(x_i(t+1), xi_i(t+1))
     y_i(t+1) = sum_j w_ij y_j(t) + g_i(t+1) - g_i(t)
 
-Invariant: ybar(t) = gbar(t) at every t. State: X, Y double-buffered and G (5 n d floats).
+Invariant: ybar(t) = gbar(t) at every t. State: X, Y double-buffered and G (5 n d floats);
+G is stored for gaussian noise only: with structured or no noise g_i(t) is recomputed from
+x_i(t) and the step's shared draw, to the same bits (4 n d floats, one array less to stream).
 """
 
 from __future__ import annotations
@@ -14,24 +16,26 @@ import numpy as np
 
 from ..kernels import steps
 from ..kernels.mixing import column_means
-from ..kernels.oracles import stochastic_grads
+from ..kernels.oracles import GAUSSIAN, stochastic_grads
 from .base import Algorithm, Batch, initial_point
 
 
 def alloc(batch: Batch) -> tuple:
     C, n, d = batch.C, batch.n, batch.d
-    return np.empty((C, 2, n, d)), np.empty((C, 2, n, d)), np.empty((C, n, d))
+    g_rows = n if batch.oracle[1] == GAUSSIAN else 0
+    return np.empty((C, 2, n, d)), np.empty((C, 2, n, d)), np.empty((C, g_rows, d))
 
 
 def init(batch: Batch) -> tuple:
-    X2, Y2, G = alloc(batch)
+    X2, Y2, G = arrays = alloc(batch)
     for c, cell in enumerate(batch.cells):
         initial_point(X2[c, 0], cell.x0, cell.seed)
-        stochastic_grads(0, X2[c, 0], G[c], *batch.oracle_args(c))
-        Y2[c, 0] = G[c]
+        stochastic_grads(0, X2[c, 0], Y2[c, 0], *batch.oracle_args(c))  # y(0) = g(0)
+        if len(G[c]):
+            G[c] = Y2[c, 0]
         column_means(X2[c, 0], batch.part[c], 0, batch.means[c, 0])
         column_means(Y2[c, 0], batch.part[c], 1, batch.means[c, 1])
-    return X2, Y2, G
+    return arrays
 
 
 def iterates(arrays: tuple, cur: int, c: int):
@@ -39,4 +43,13 @@ def iterates(arrays: tuple, cur: int, c: int):
     return X2[c, cur], Y2[c, cur]
 
 
-GT = Algorithm("gt", steps.GT, alloc, init, iterates, doc=__doc__)
+def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
+    X, Y = iterates(arrays, cur, c)
+    G = arrays[2][c]
+    if not len(G):  # not stored: g(t) from x(t) and step t's draw, as the kernel has it
+        G = np.empty_like(X)
+        stochastic_grads(t, X, G, *batch.oracle_args(c, t))
+    return {"X": X, "Y": Y, "G": G}
+
+
+GT = Algorithm("gt", steps.GT, alloc, init, iterates, state, doc=__doc__)

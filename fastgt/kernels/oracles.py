@@ -14,6 +14,7 @@ from numba import njit
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
 from .mixing import ROW0
+from .rounding import fma, mul
 from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
 
 NONE = 0
@@ -22,42 +23,46 @@ STRUCTURED = 2
 
 
 @njit(**INLINE_FLAGS)
-def draw_shared(kind, tkey, xi, c, scale):
-    """xi[c] = the step's shared draw (Setup B's xi); call once per step before the rows."""
+def noise_at(N, rn, k, v, u, dv):
+    """Coordinate k of a node's noise, N[rn, k] v (k < dv) or N[rn, k] u (k >= dv): with N
+    a row of normals and v = u = 1 for gaussian noise, the step's shared draw and the
+    node's structure values for structured noise, v = u = 0 for none (N finite). An
+    uncontracted product (rounding.mul)."""
+    return mul(N[rn, k], v if k < dv else u)
+
+
+@njit(**INLINE_FLAGS)
+def grad_hom(N, rn, k, v, u, dv, x, a0):
+    """Coordinate k of a noisy homogeneous gradient, fma(a0, x, noise_at): with grad_het,
+    the one definition wherever GT computes or recomputes a gradient (the kernels and
+    stochastic_grads), so that every path gives the same bits."""
+    return fma(a0, x, noise_at(N, rn, k, v, u, dv))
+
+
+@njit(**INLINE_FLAGS)
+def grad_het(N, rn, k, v, u, dv, x, A, B, i):
+    """Coordinate k of node i's noisy gradient, fma(N[rn, k], w, fma(A_ik, x, -B_ik)) with
+    w = v or u as in noise_at."""
+    return fma(N[rn, k], v if k < dv else u, fma(A[i, k], x, -B[i, k]))
+
+
+@njit(**INLINE_FLAGS)
+def draw_shared(kind, tkey, xi, row, scale):
+    """xi[row] = the step's shared draw (Setup B's xi); call once per step before the rows."""
     if kind == STRUCTURED:
-        fill_normals(row_key(tkey, -1), xi, c, scale, xi.shape[1])
+        fill_normals(row_key(tkey, -1), xi, row, scale, xi.shape[1])
 
 
 @njit(**INLINE_FLAGS)
-def noise_row(out, r, kind, tkey, i, scale, xi, c, uv, dv, d):
-    """out[r, :d] = node i's gradient noise at the step with key tkey; xi[c] is the step's
-    shared draw (at least as wide as ``out``), uv[c] the cell's structure vectors.
-
-    ``out`` may be wider than d (padded to whole vectors): gaussian noise fills only the
-    pairs coordinates < d need (coordinate k's value never depends on the width); the
-    other kinds fill the whole row in one loop with no remainder."""
-    if kind == GAUSSIAN:
-        fill_normals(row_key(tkey, i), out, r, scale, d)
-    elif kind == STRUCTURED:
-        v = uv[c, 0, i]
-        u = uv[c, 1, i]
-        for k in range(out.shape[1]):
-            out[r, k] = xi[c, k] * (v if k < dv else u)
-    else:
-        for k in range(out.shape[1]):
-            out[r, k] = 0.0
-
-
-@njit(**INLINE_FLAGS)
-def grad_row(g, r, x, i, hetero, a0, A, B):
-    """g[r] += grad f_i(x[i])."""
+def grad_row(g, i, x, N, rn, v, u, dv, hetero, a0, A, B):
+    """g[i] = node i's noisy gradient at x[i], the noise as in noise_at (N may be g)."""
     d = x.shape[1]
     if hetero:
         for k in range(d):
-            g[r, k] += A[i, k] * x[i, k] - B[i, k]
+            g[i, k] = grad_het(N, rn, k, v, u, dv, x[i, k], A, B, i)
     else:
         for k in range(d):
-            g[r, k] += a0 * x[i, k]
+            g[i, k] = grad_hom(N, rn, k, v, u, dv, x[i, k], a0)
 
 
 @njit(**NJIT_FLAGS)
@@ -67,8 +72,13 @@ def stochastic_grads(t, X, G, seed, kind, scale, xi, uv, dv, hetero, a0, A, B):
     tkey = step_key(stream_key(seed, STREAM_NOISE), t)
     draw_shared(kind, tkey, xi, ROW0, scale)
     for i in range(X.shape[0]):
-        noise_row(G, i, kind, tkey, i, scale, xi, ROW0, uv, dv, G.shape[1])
-        grad_row(G, i, X, i, hetero, a0, A, B)
+        N, rn, v, u = xi, ROW0, 0.0, 0.0  # no noise (xi: zeros, never drawn)
+        if kind == GAUSSIAN:
+            fill_normals(row_key(tkey, i), G, i, scale, G.shape[1])
+            N, rn, v, u = G, i, 1.0, 1.0
+        elif kind == STRUCTURED:
+            v, u = uv[0, 0, i], uv[0, 1, i]
+        grad_row(G, i, X, N, rn, v, u, dv, hetero, a0, A, B)
 
 
 @njit(**NJIT_FLAGS)

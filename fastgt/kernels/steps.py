@@ -5,11 +5,13 @@ they may differ in weights (alpha, self weight), stepsize, noise scale and seed.
 run is C = 1. Arrays (``state``, ``mix``, ``oracle`` tuples):
 
     state  = (S1, S2, S3, scratch, part, means)
-             GT:    S1 = X (C, 2, n, d), S2 = Y (C, 2, n, d), S3 = G (C, n, d)
+             GT:    S1 = X (C, 2, n, d), S2 = Y (C, 2, n, d), S3 = G (C, n, d), or
+                    (C, 0, d) when not stored (structured or no noise: gt_update)
              D-SGD: S1 = Z = X - gamma G (C, 2, n, d), S2 unused, S3 = X (C, n, d)
              scratch (C, nb, >= d): a noise row per block; part (C, nb, 2, d); means (C, 2, d)
     mix    = (indptr, indices, weights (C, nnz), beta (C,), gamma (C,))
-    oracle = (seed (C,), kind, scale (C,), xi (C, >= d), uv (C, 2, m), dv, hetero, a0, A, B)
+    oracle = (seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, hetero, a0, A, B)
+             xi: the shared draws of each cell's current and previous step (shared_row)
 
 Buffers come in pairs, ``[:, cur]`` current and ``[:, 1 - cur]`` next; ``run_steps``
 returns the new ``cur``. One step of one cell is: the shared draw, then every row block
@@ -21,39 +23,47 @@ from numba import njit, prange
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
 from .mixing import FUSED_MAX, add_row, block_range, mix_row, reduce_blocks, zero_rows
-from .oracles import GAUSSIAN, STRUCTURED, draw_shared, noise_row
-from .rng import STREAM_NOISE, step_key, stream_key
+from .oracles import GAUSSIAN, STRUCTURED, draw_shared, grad_het, grad_hom, noise_at
+from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
 
 GT = 0
 DSGD = 1
 
 
 @njit(**INLINE_FLAGS)
-def noise_at(N, rn, k, v, u, dv):
-    """Coordinate k of a node's noise, N[rn, k] v (k < dv) or N[rn, k] u (k >= dv): with
-    N the block's scratch row and v = u = 1 for gaussian noise (drawn by noise_row), the
-    step's shared draw xi[c] and the node's structure values for structured noise (no
-    per-row pass: measured 0.1-0.2 ns/elem less), v = u = 0 for none."""
-    return N[rn, k] * (v if k < dv else u)
-
-
-@njit(**INLINE_FLAGS)
-def gt_update(Xn, Yn, G, N, rn, v, u, dv, i, gamma, hetero, a0, A, B):
+def gt_update(Xn, Yn, G, N, rn, v, u, dv, i, gamma, hetero, a0, A, B, X, rp):
     """With Xn[i] = (W X)_i, Yn[i] = (W Y)_i and node i's noise e (noise_at), in one pass:
-    x' = Xn[i] - gamma Yn[i], g' = e + grad f_i(x'), Yn[i] += g' - G[i], G[i] = g',
-    Xn[i] = x'. (a0 x' is written first so that FMA contraction rounds e first.)"""
+    x' = Xn[i] - gamma Yn[i], g' = e + grad f_i(x'), Yn[i] += g' - g, Xn[i] = x'.
+
+    g, the previous gradient, is G[i] (then G[i] = g') when G has rows (gaussian noise);
+    otherwise it is recomputed, with the same expression, from X[i] = x and the previous
+    step's noise in row rp of N (the previous shared draw): the same bits (grad_hom and
+    grad_het fix the roundings), one array less to read and write."""
     d = Xn.shape[1]
-    if hetero:
+    if G.shape[0] == 0:
+        if hetero:
+            for k in range(d):
+                x = Xn[i, k] - gamma * Yn[i, k]
+                gk = grad_het(N, rn, k, v, u, dv, x, A, B, i)
+                Yn[i, k] += gk - grad_het(N, rp, k, v, u, dv, X[i, k], A, B, i)
+                Xn[i, k] = x
+        else:
+            for k in range(d):
+                x = Xn[i, k] - gamma * Yn[i, k]
+                gk = grad_hom(N, rn, k, v, u, dv, x, a0)
+                Yn[i, k] += gk - grad_hom(N, rp, k, v, u, dv, X[i, k], a0)
+                Xn[i, k] = x
+    elif hetero:
         for k in range(d):
             x = Xn[i, k] - gamma * Yn[i, k]
-            gk = noise_at(N, rn, k, v, u, dv) + (A[i, k] * x - B[i, k])
+            gk = grad_het(N, rn, k, v, u, dv, x, A, B, i)
             Yn[i, k] += gk - G[i, k]
             G[i, k] = gk
             Xn[i, k] = x
     else:
         for k in range(d):
             x = Xn[i, k] - gamma * Yn[i, k]
-            gk = a0 * x + noise_at(N, rn, k, v, u, dv)
+            gk = grad_hom(N, rn, k, v, u, dv, x, a0)
             Yn[i, k] += gk - G[i, k]
             G[i, k] = gk
             Xn[i, k] = x
@@ -120,7 +130,14 @@ def cell_key(seed, t):
 def step_begin(c, t, oracle):
     """The step's shared draw (Setup B's xi) of cell c, before any row."""
     seed, kind, scale, xi = oracle[0], oracle[1], oracle[2], oracle[3]
-    draw_shared(kind, cell_key(seed[c], t), xi, c, scale[c])
+    draw_shared(kind, cell_key(seed[c], t), xi, shared_row(c, t), scale[c])
+
+
+@njit(**INLINE_FLAGS)
+def shared_row(c, t):
+    """Row of xi holding cell c's shared draw of step t: two rows per cell, by parity, so
+    that the previous step's draw is kept (GT recomputes its previous gradient from it)."""
+    return 2 * c + (t & 1)
 
 
 @njit(**NJIT_FLAGS)
@@ -134,7 +151,8 @@ def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
     indptr, indices, weights, beta, gamma = mix
     seed, kind, scale, xi, uv, dv, hetero, a0, A, B = oracle
     gt = algo == GT
-    n = S3.shape[1]
+    n = S1.shape[2]
+    d = S1.shape[3]
     nb = scratch.shape[1]
     # the cell's views, once per call: GT X, Y -> Xn, Yn and G; D-SGD Z -> Xn and X in G
     X, Xn, Y, Yn, G = S1[c, cur], S1[c, 1 - cur], S2[c, cur], S2[c, 1 - cur], S3[c]
@@ -144,16 +162,17 @@ def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
     structured = kind == STRUCTURED
     N = xi if structured else g  # noise_at's rows
     v = u = 1.0 if kind == GAUSSIAN else 0.0
+    rs, rp = shared_row(c, t), shared_row(c, t - 1)
     for b in range(b0, b1):
         lo, hi = block_range(b, nb, n)
-        rn = c if structured else b
+        rn = rs if structured else b
         if bt != 0.0:
             zero_rows(pc, b, 0, 2)
         for i in range(lo, hi):
             if structured:
                 v, u = uv[c, 0, i], uv[c, 1, i]
             elif kind == GAUSSIAN:
-                noise_row(g, b, kind, tkey, i, sc, xi, c, uv, dv, G.shape[1])
+                fill_normals(row_key(tkey, i), g, b, sc, d)
             m = indptr[i + 1] - indptr[i]
             if not gt and not hetero and not last and 2 <= m <= FUSED_MAX:
                 dsgd_fused(Xn, i, X, indices, w, indptr[i], m, bt, mx, N, rn, v, u, dv, gm, a0)
@@ -161,7 +180,8 @@ def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
                 mix_row(Xn, i, X, indptr, indices, w, bt, mx)
                 if gt:
                     mix_row(Yn, i, Y, indptr, indices, w, bt, my)
-                    gt_update(Xn, Yn, G, N, rn, v, u, dv, i, gm, hetero, a0, A, B)
+                    gt_update(Xn, Yn, G, N, rn, v, u, dv, i, gm, hetero, a0, A, B, X,
+                              rp if structured else rn)
                 else:
                     dsgd_update(Xn, G, last, N, rn, v, u, dv, i, gm, hetero, a0, A, B)
             if bt != 0.0:
@@ -175,7 +195,7 @@ def step_end(algo, c, state, mix):
     """Mean term of the next step: block sums reduced in block order."""
     part, means = state[4], state[5]
     if mix[3][c] != 0.0:
-        n = state[2].shape[1]
+        n = state[0].shape[2]
         reduce_blocks(part[c], 0, means[c, 0], n)
         if algo == GT:
             reduce_blocks(part[c], 1, means[c, 1], n)

@@ -229,7 +229,8 @@ def child(args, threads: int, out_path: str) -> None:
                 diff = check_same(algo, W, mixers)
                 for setup in args.setups:
                     case = time_case(algo, W, mixers, cfg, setup)
-                    bound = limits.bound(lim, algo, n, D, 1.0 if setup == "A" else 1.0 / n)
+                    bound = limits.bound(lim, algo, n, D, 1.0 if setup == "A" else 1.0 / n,
+                                         stores_g=setup == "A")
                     ratio = (case["ns"]["fastgt"]["median"] / bound["bound_serial"]
                              if bound["bound_serial"] > 0.01 else None)
                     case["bound"] = bound | {"ratio": ratio}

@@ -6,6 +6,7 @@ Prints, per thread count, ns per normal (fastgt's counter-based generator and nu
 PCG64), streaming triad bandwidth, and the per-element lower bound of a step:
 
     GT    reads X, Y, G and writes X', Y', G   (48 bytes / element) + one normal
+          with structured or no noise, no G    (32 bytes / element)
     D-SGD reads Z and writes Z'                 (16 bytes / element) + one normal
 
 bound_overlap = max(bytes / bandwidth, t_normal)   (perfect overlap of memory and compute)
@@ -27,6 +28,7 @@ from numba import njit, prange
 from fastgt.kernels.rng import fill_normals, row_key, step_key, stream_key
 
 BYTES = {"gt": 48, "dsgd": 16}
+G_BYTES = 16  # GT's G, read and written: kept for gaussian noise only
 LLC_BYTES = 32 * 2**20  # treat states below this as cache resident
 
 
@@ -78,11 +80,13 @@ def measure(threads: int) -> dict:
             "triad_GBps": 3 * 8 * m / t_triad / 1e9}
 
 
-def bound(lim: dict, algorithm: str, n: int, d: int, normals: float = 1.0) -> dict:
+def bound(lim: dict, algorithm: str, n: int, d: int, normals: float = 1.0,
+          stores_g: bool = True) -> dict:
     """Lower bounds (ns per node-dimension-step) for one step of ``algorithm`` drawing
-    ``normals`` normal variates per element (Setup A: 1; Setup B: d per step, about 0).
+    ``normals`` normal variates per element (Setup A: 1; Setup B: d per step, about 0);
+    ``stores_g``: GT keeps G (gaussian noise; Setup B's GT does not).
     Both are 0 for a cache-resident step without normals: no bound is known then."""
-    nbytes = BYTES[algorithm]
+    nbytes = BYTES[algorithm] - (G_BYTES if algorithm == "gt" and not stores_g else 0)
     resident = nbytes // 8 * n * d * 8 < LLC_BYTES
     mem = 0.0 if resident else nbytes / lim["triad_GBps"]
     rng = normals * lim["ns_per_normal_fastgt"]

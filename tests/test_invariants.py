@@ -159,8 +159,8 @@ def test_gt_recomputes_its_previous_gradient_to_the_bit(monkeypatch, problem, no
     from fastgt.algorithms import gt
 
     W = fastgt.topology("interp_ring", n=24, alpha=0.7)
-    kw = dict(algorithm="gt", topology=W, problem=problem, noise=noise, d=11, steps=63,
-              record_every=7, seed=5)
+    kw = {"algorithm": "gt", "topology": W, "problem": problem, "noise": noise, "d": 11,
+          "steps": 63, "record_every": 7, "seed": 5}
     lean = fastgt.run(**kw)
     assert lean.config["noise"] == noise
     alloc, lean_g_rows = gt.alloc, []

@@ -14,8 +14,8 @@ from numba import njit
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
 from .mixing import ROW0
-from .rounding import fma, mul
 from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
+from .rounding import fma, mul
 
 NONE = 0
 GAUSSIAN = 1

@@ -12,7 +12,7 @@ from ..errors import FastGTError, bad
 from ..kernels.mixing import n_blocks
 from ..kernels.oracles import normal_matrix
 from ..kernels.rng import STREAM_X0
-from ..kernels.steps import run_steps
+from ..kernels.steps import run_steps, shared_row
 
 
 def initial_point(out: np.ndarray, x0, seed: int) -> None:
@@ -76,9 +76,9 @@ class Batch:
 
     def oracle_args(self, c: int, t: int = 0) -> tuple:
         """Arguments of the single-cell oracle kernels for cell c at step t (xi: the row
-        that holds the cell's shared draw of step t, steps.shared_row)."""
+        that holds the cell's shared draw of step t)."""
         seed, kind, scale, xi, uv, dv = self.oracle[:6]
-        r = 2 * c + (t & 1)
+        r = shared_row.py_func(c, t)
         return (int(seed[c]), kind, float(scale[c]), xi[r:r + 1], uv[c:c + 1], dv) + self.oracle[6:]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +26,29 @@ METRICS = ("loss_avg", "loss_nodes", "consensus", "grad_norm2", "tracking")
 CELL_KEYS = ("topology", "stepsize", "sigma2", "seed", "x0")
 
 
+class LazyState(Mapping):
+    """A run's final arrays by name; a value given as a function is computed on first
+    access (GT's G when the run kept none: no n x d array is allocated unless asked for)."""
+
+    def __init__(self, values: dict):
+        self._values = dict(values)
+
+    def __getitem__(self, key):
+        v = self._values[key]
+        if callable(v):
+            v = self._values[key] = v()
+        return v
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"LazyState({list(self._values)})"
+
+
 @dataclass(eq=False)
 class RunResult:
     """``trace``: one row per record (step + METRICS); ``summary``: finals, plateaus, status.
@@ -33,13 +57,14 @@ class RunResult:
     DataFrame ``trace`` is built from it on first access (so that a run needs no pandas).
     ``state`` holds the final arrays (X, and Y, G for GT): views into the run's buffers,
     which they keep alive (all 5 n d doubles of GT with gaussian noise; with structured or
-    no noise G is recomputed here and the buffers are 4 n d); copy what you keep of a large run.
+    no noise the buffers are 4 n d and G is recomputed on first access); copy what you
+    keep of a large run.
     """
 
     records: np.ndarray = field(repr=False)
     summary: dict
     config: dict
-    state: dict = field(repr=False, default_factory=dict)
+    state: Mapping = field(repr=False, default_factory=dict)
 
     @functools.cached_property
     def trace(self):
@@ -128,7 +153,8 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
         config = {**shared, "topology": cell.W.name, **cell.W.params, "sigma2": cell.noise.sigma2,
                   "stepsize": cell.gamma, "seed": cell.seed, "threads": nthreads}
         summary = _summarize(records, rec, loop_time / batch.C, wall / batch.C, nthreads, batch.C)
-        out.append(RunResult(records, summary, config, algo.state(batch, arrays, cur, c, t)))
+        out.append(RunResult(records, summary, config,
+                             LazyState(algo.state(batch, arrays, cur, c, t))))
     return out
 
 

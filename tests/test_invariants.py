@@ -176,3 +176,24 @@ def test_gt_recomputes_its_previous_gradient_to_the_bit(monkeypatch, problem, no
     for key in ("X", "Y", "G"):
         assert np.array_equal(lean.state[key], full.state[key]), key
     assert np.array_equal(lean.records, full.records, equal_nan=True)
+
+
+def test_gt_state_g_is_computed_only_when_asked_for(monkeypatch):
+    """Without a stored G, RunResult.state["G"] costs an n x d array only on first access
+    (a 10^6-node run would otherwise end with a fifth n d array), and once."""
+    from fastgt.algorithms import gt
+
+    calls = []
+    real = gt.stochastic_grads
+
+    def counting(t, *args):
+        calls.append(t)
+        return real(t, *args)
+
+    monkeypatch.setattr(gt, "stochastic_grads", counting)
+    res = fastgt.run(algorithm="gt", topology=fastgt.topology("ring", n=10), noise="structured",
+                     d=4, steps=9, record_every=3)
+    assert calls == [0]  # the initial gradient only
+    assert set(res.state) == {"X", "Y", "G"}
+    g = res.state["G"]
+    assert calls == [0, 9] and res.state["G"] is g

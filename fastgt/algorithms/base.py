@@ -90,7 +90,8 @@ class Algorithm:
       layout is documented in fastgt/kernels/steps.py
     - ``init(batch)``: the same arrays at t = 0 (initial gradients drawn)
     - ``iterates(arrays, cur, c) -> (X, Y or None)``: what the metrics read for cell c
-    - ``state(batch, arrays, cur, c, t) -> dict``: cell c's final arrays at step t
+    - ``state(batch, arrays, cur, c, t) -> dict``: cell c's final arrays at step t, or
+      functions computing them on first access (runner.LazyState)
     - ``code``: the kernels' algorithm switch
     The update equation is in the module docstring of each algorithm.
     """

@@ -46,10 +46,15 @@ def iterates(arrays: tuple, cur: int, c: int):
 def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
     X, Y = iterates(arrays, cur, c)
     G = arrays[2][c]
-    if not len(G):  # not stored: g(t) from x(t) and step t's draw, as the kernel has it
-        G = np.empty_like(X)
-        stochastic_grads(t, X, G, *batch.oracle_args(c, t))
-    return {"X": X, "Y": Y, "G": G}
+    if len(G):
+        return {"X": X, "Y": Y, "G": G}
+
+    def recompute():  # g(t) from x(t) and step t's draw, as the kernel has it
+        out = np.empty_like(X)
+        stochastic_grads(t, X, out, *batch.oracle_args(c, t))
+        return out
+
+    return {"X": X, "Y": Y, "G": recompute}
 
 
 GT = Algorithm("gt", steps.GT, alloc, init, iterates, state, doc=__doc__)

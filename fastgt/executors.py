@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 from .cellrun import THREAD_ENV, batch_key, failed_row, ping, run_cells, warm_cache, worker_init
 from .errors import FastGTError, check_choice, check_int
-from .runtime import package_env, usable_cpus
 
 if TYPE_CHECKING:
     from .storage import Store
@@ -64,10 +63,28 @@ class SweepReport:
 # --------------------------------------------------------------------------- backends
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def package_env() -> dict:
+    """Environment for worker Pythons, which must import this very fastgt: its directory
+    first on PYTHONPATH, and PYTHONSAFEPATH so that the working directory does not come
+    before it (Python 3.11's forkserver runs ``python -c`` and ignores the parent's
+    sys.path: a sweep started in a source checkout beside an installed copy ran its
+    workers on the checkout, with other file times, compiling a cache of their own)."""
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    return {"PYTHONSAFEPATH": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+
+
 @contextlib.contextmanager
 def worker_environment(threads: int):
     """Thread variables, and the variables that make workers import the driver's own fastgt
-    (``runtime.package_env``), for worker processes started inside the block; restored after
+    (``package_env``), for worker processes started inside the block; restored after
     (the driver's own numba keeps its configuration)."""
     env = {k: str(threads) for k in THREAD_ENV} | package_env()
     saved = {k: os.environ.get(k) for k in env}

@@ -11,13 +11,6 @@ import numba
 from .errors import check_int
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask where the OS has one)."""
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def max_threads() -> int:
     return int(numba.config.NUMBA_NUM_THREADS)
 
@@ -76,22 +69,13 @@ def warmup(verbose: bool = False) -> float:
     """Compile (or load from the cache) every kernel with the argument types runs use, and
     mark the cache warm; returns the seconds taken.
 
-    A cold cache is filled by two processes at once: a helper compiles the step functions
-    that ``run_steps`` calls while this process compiles the kernels runs call before their
-    first step; then ``run_steps`` itself (its callees now load from the cache), and every
-    run shape is replayed. On a 2-core Zen 3: 18-21 s, against 21-22 s in one process.
+    (Filling a cold cache in two processes, a helper compiling part of the kernels, was
+    tried and measured 18-24 s against 21-26 s in one on this 2-vCPU host: not kept.)
     """
     t = time.perf_counter()
     _state["warming"] = True
     try:
-        helper = None if is_warm() else _start_helper()
-        if helper is not None:
-            try:
-                _warm_runs(steps=0)
-            finally:
-                _join(helper)
-        _compile_steps()
-        _warm_runs(steps=2)
+        _warm_runs()
     finally:
         _state["warming"] = False
     m = _marker()
@@ -104,87 +88,19 @@ def warmup(verbose: bool = False) -> float:
     return dt
 
 
-def _warm_runs(steps: int) -> None:
-    """Every kind of run once, on a tiny problem. With steps=0 a run never advances, so
-    every kernel but run_steps is compiled (the helper's share of a cold warm-up)."""
+def _warm_runs() -> None:
+    """Every kind of run once, on a tiny problem."""
     from . import run, run_batch
     from .topology import topology
 
     W = topology("ring", n=8)
     for algo in ("gt", "dsgd"):
         for noise, prob in (("gaussian", "quadratic"), ("structured", "hetero_quadratic")):
-            run(algorithm=algo, topology=W, problem=prob, noise=noise, d=3, steps=steps,
+            run(algorithm=algo, topology=W, problem=prob, noise=noise, d=3, steps=2,
                 record_every=1, stepsize=0.01)
         run_batch([{"topology": W}, {"topology": W, "seed": 1}], algorithm=algo, d=3,
-                  steps=steps, parallel="cells")
-    run(algorithm="gt", topology=topology("complete", n=8), d=3, steps=steps, record_every=1)
-
-
-def _compile_steps(callees_only: bool = False) -> None:
-    """Compile run_steps (or only the step functions it calls): advance a tiny batch's
-    uninitialised arrays by 0 steps (or over an empty range of row blocks). The argument
-    types are the same for every algorithm, noise and topology."""
-    from .algorithms import Batch, Cell, algorithm
-    from .kernels import steps
-    from .problems import make_noise, problem
-    from .topology import topology
-
-    W = topology("ring", n=8)
-    batch = Batch([Cell(W, make_noise("gaussian", 1.0, 3, W), 0.01, 0)],
-                  problem("quadratic").build(W.n, 3))
-    gt = algorithm("gt")
-    if not callees_only:
-        gt.advance(batch, gt.alloc(batch), 0, 0, 0, True)
-        return
-    state = gt.alloc(batch) + (batch.scratch, batch.part, batch.means)
-    steps.step_begin(0, 1, batch.oracle)
-    steps.step_blocks(gt.code, 0, 1, 0, 0, 0, False, state, batch.mix, batch.oracle)
-    steps.step_end(gt.code, 0, state, batch.mix)
-
-
-def package_env() -> dict:
-    """Environment for child Pythons (``-c`` commands, the forkserver) that must import this
-    very fastgt: its directory first on PYTHONPATH, and PYTHONSAFEPATH so that the working
-    directory is not put before it (a source checkout beside an installed copy would
-    otherwise be imported instead, with other file times, and compile a cache of its own)."""
-    import os
-    from pathlib import Path
-
-    root = str(Path(__file__).resolve().parent.parent)
-    return {"PYTHONSAFEPATH": "1",
-            "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-
-
-def _start_helper():
-    """A process compiling every kernel but run_steps into the cache (None on one core)."""
-    import os
-    import subprocess
-
-    if usable_cpus() < 2:
-        return None
-    try:
-        return subprocess.Popen([sys.executable, "-c", "from fastgt.runtime import helper; helper()"],
-                                env=dict(os.environ, **package_env()), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except OSError:
-        return None  # this process compiles everything itself
-
-
-def helper() -> None:
-    """The helper process's work (never starting a helper of its own)."""
-    _state["warming"] = True
-    _compile_steps(callees_only=True)
-
-
-def _join(helper) -> None:
-    """Wait for the helper (it finishes first); whatever it did not compile, this process will."""
-    import subprocess
-
-    try:
-        helper.wait(timeout=300)
-    except subprocess.TimeoutExpired:
-        helper.kill()
-        helper.wait()
+                  steps=2, parallel="cells")
+    run(algorithm="gt", topology=topology("complete", n=8), d=3, steps=2, record_every=1)
 
 
 def ensure_warm() -> None:

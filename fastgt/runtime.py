@@ -107,7 +107,7 @@ def ensure_warm() -> None:
     """Compile every kernel now if this machine has not yet, saying so (once per machine)."""
     if _state["warming"] or is_warm():
         return
-    print("fastgt: compiling the kernels once for this machine (about 10-25 s; "
+    print("fastgt: compiling the kernels once for this machine (about 10-30 s; "
           "`fastgt warmup` does it ahead)...", file=sys.stderr, flush=True)
     warmup()
 

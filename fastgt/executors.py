@@ -63,11 +63,6 @@ class SweepReport:
 # --------------------------------------------------------------------------- backends
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask where the OS has one)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def package_env() -> dict:
     """Environment for worker Pythons, which must import this very fastgt: its directory
     first on PYTHONPATH, and PYTHONSAFEPATH so that the working directory does not come
@@ -263,7 +258,8 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     workers, releases this sweep's claims and propagates.
     """
     check_executor(executor, scheduler)  # before DIR is touched
-    workers = check_int("workers", usable_cpus() if workers is None else workers, 1)
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = check_int("workers", usable if workers is None else workers, 1)
     threads = check_int("threads_per_worker", threads, 1)
     max_batch = check_int("max_batch", max_batch, 1)
     t0 = time.time()

@@ -197,7 +197,6 @@ class _Recorder:
             self.status, self.diverged_step = "diverged", t
 
 
-
 def _summarize(records: np.ndarray, rec: _Recorder, loop_time: float, wall: float,
                threads: int, batch: int) -> dict:
     """Finals and plateaus (mean over the last half of the records). Times of a batch are

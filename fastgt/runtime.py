@@ -72,10 +72,20 @@ def warmup(verbose: bool = False) -> float:
     (Filling a cold cache in two processes, a helper compiling part of the kernels, was
     tried and measured 18-24 s against 21-26 s in one on this 2-vCPU host: not kept.)
     """
+    from . import run, run_batch
+    from .topology import topology
+
     t = time.perf_counter()
     _state["warming"] = True
     try:
-        _warm_runs()
+        W = topology("ring", n=8)
+        for algo in ("gt", "dsgd"):
+            for noise, prob in (("gaussian", "quadratic"), ("structured", "hetero_quadratic")):
+                run(algorithm=algo, topology=W, problem=prob, noise=noise, d=3, steps=2,
+                    record_every=1, stepsize=0.01)
+            run_batch([{"topology": W}, {"topology": W, "seed": 1}], algorithm=algo, d=3,
+                      steps=2, parallel="cells")
+        run(algorithm="gt", topology=topology("complete", n=8), d=3, steps=2, record_every=1)
     finally:
         _state["warming"] = False
     m = _marker()
@@ -86,21 +96,6 @@ def warmup(verbose: bool = False) -> float:
     if verbose:
         print(f"fastgt kernels ready in {dt:.1f} s (cache: {cache_dir()})")
     return dt
-
-
-def _warm_runs() -> None:
-    """Every kind of run once, on a tiny problem."""
-    from . import run, run_batch
-    from .topology import topology
-
-    W = topology("ring", n=8)
-    for algo in ("gt", "dsgd"):
-        for noise, prob in (("gaussian", "quadratic"), ("structured", "hetero_quadratic")):
-            run(algorithm=algo, topology=W, problem=prob, noise=noise, d=3, steps=2,
-                record_every=1, stepsize=0.01)
-        run_batch([{"topology": W}, {"topology": W, "seed": 1}], algorithm=algo, d=3,
-                  steps=2, parallel="cells")
-    run(algorithm="gt", topology=topology("complete", n=8), d=3, steps=2, record_every=1)
 
 
 def ensure_warm() -> None:

@@ -23,12 +23,18 @@ STRUCTURED = 2
 
 
 @njit(**INLINE_FLAGS)
+def noise_weight(k, v, u, dv):
+    """Node's factor on coordinate k of a noise row: v for k < dv, u otherwise."""
+    return v if k < dv else u
+
+
+@njit(**INLINE_FLAGS)
 def noise_at(N, rn, k, v, u, dv):
     """Coordinate k of a node's noise, N[rn, k] v (k < dv) or N[rn, k] u (k >= dv): with N
     a row of normals and v = u = 1 for gaussian noise, the step's shared draw and the
     node's structure values for structured noise, v = u = 0 for none (N finite). An
     uncontracted product (rounding.mul)."""
-    return mul(N[rn, k], v if k < dv else u)
+    return mul(N[rn, k], noise_weight(k, v, u, dv))
 
 
 @njit(**INLINE_FLAGS)
@@ -42,8 +48,8 @@ def grad_hom(N, rn, k, v, u, dv, x, a0):
 @njit(**INLINE_FLAGS)
 def grad_het(N, rn, k, v, u, dv, x, A, B, i):
     """Coordinate k of node i's noisy gradient, fma(N[rn, k], w, fma(A_ik, x, -B_ik)) with
-    w = v or u as in noise_at."""
-    return fma(N[rn, k], v if k < dv else u, fma(A[i, k], x, -B[i, k]))
+    w = noise_weight(k, v, u, dv)."""
+    return fma(N[rn, k], noise_weight(k, v, u, dv), fma(A[i, k], x, -B[i, k]))
 
 
 @njit(**INLINE_FLAGS)

@@ -8,8 +8,10 @@ span several kernel calls of unequal length and a final partial record.
 import numpy as np
 import pytest
 import reference as ref
+import scipy.sparse as sp
 
 import fastgt
+from fastgt.kernels.mixing import mix_row, pad_rows
 from fastgt.runner import METRICS
 
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
@@ -83,6 +85,54 @@ def test_noiseless_matches_reference(small_topology, algorithm, problem):
 def test_noisy_matches_reference(small_topology, algorithm, noise, problem):
     W, d = small_topology
     _check_against_reference(algorithm, W, d, problem, noise, sigma2=2.0, x0=_x0(W.n, d))
+
+
+def _ladder():
+    """A path p0..p6 where p_k (1 <= k <= 5) has k - 1 extra leaves: rows of every length
+    from 2 to 7 CSR entries (self loop included)."""
+    edges, leaf = [(k, k + 1) for k in range(6)], 7
+    for k in range(1, 7):
+        for _ in range(k - 1):
+            edges.append((k, leaf))
+            leaf += 1
+    return fastgt.topology("from_edges", edges=edges)
+
+
+@pytest.mark.parametrize("problem", ["quadratic", "hetero_quadratic"])
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+def test_every_row_length_matches_reference(algorithm, problem):
+    """Rows of 2 and 4 entries run the 3- and 5-entry fused passes with a zero-weight pad,
+    rows of 6 and 7 the 5-entry pass and then a pass per further entry (D-SGD on the
+    homogeneous quadratic takes its own fused pass)."""
+    W = _ladder()
+    assert set(np.diff(W.indptr)) == {2, 3, 4, 5, 6, 7}
+    _check_against_reference(algorithm, W, 5, problem, "gaussian", sigma2=2.0,
+                             x0=_x0(W.n, 5))
+
+
+def test_padded_rows_mix_to_the_same_values():
+    """pad_rows gives rows of 2 and 4 entries a zero-weight entry (so that mix_row fuses
+    them): the same matrices, and mix_row gives the same bits with and without it (the
+    unpadded rows take a pass per entry), equal to the dense product."""
+    W = _ladder()
+    lengths = np.diff(W.indptr)
+    weights = np.stack([W.weights, 0.5 * W.weights])
+    indptr, indices, padded = pad_rows(W.indptr, W.indices, weights)
+    np.testing.assert_array_equal(np.diff(indptr), lengths + np.isin(lengths, (2, 4)))
+    for c in range(2):
+        A = sp.csr_matrix((padded[c], indices, indptr), shape=(W.n, W.n)).toarray()
+        np.testing.assert_array_equal(A, sp.csr_matrix(
+            (weights[c], W.indices, W.indptr), shape=(W.n, W.n)).toarray())
+    rng = np.random.default_rng(1)
+    X, mean, beta = rng.normal(size=(W.n, 7)), rng.normal(size=7), 0.3
+    outs = []
+    for ip, ix, w in ((W.indptr, W.indices, weights[1]), (indptr, indices, padded[1])):
+        out = np.empty_like(X)
+        for i in range(W.n):
+            mix_row(out, i, X, ip, ix, w, beta, mean)
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_allclose(outs[0], 0.5 * W.to_dense() @ X + beta * mean, rtol=1e-13)
 
 
 @pytest.mark.parametrize("algorithm", ["gt", "dsgd"])

@@ -9,7 +9,7 @@ import numba
 import numpy as np
 
 from ..errors import FastGTError, bad
-from ..kernels.mixing import n_blocks
+from ..kernels.mixing import n_blocks, pad_rows
 from ..kernels.oracles import normal_matrix
 from ..kernels.rng import STREAM_X0
 from ..kernels.steps import run_steps, shared_row
@@ -64,8 +64,8 @@ class Batch:
         self.scratch = np.zeros((C, nb, dpad))
         self.part = np.zeros((C, nb, 2, d))  # per-block column sums
         self.means = np.zeros((C, 2, d))  # column means of the mixed quantities
-        self.mix = (first.W.indptr, first.W.indices,
-                    np.ascontiguousarray([c.W.weights for c in cells], dtype=np.float64).reshape(C, -1),
+        weights = np.ascontiguousarray([c.W.weights for c in cells], dtype=np.float64)
+        self.mix = (*pad_rows(first.W.indptr, first.W.indices, weights.reshape(C, -1)),
                     np.array([c.W.mean_weight for c in cells], dtype=np.float64),
                     np.array([c.gamma for c in cells], dtype=np.float64))
         nz = first.noise

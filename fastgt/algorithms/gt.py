@@ -17,13 +17,13 @@ import numpy as np
 from ..kernels import steps
 from ..kernels.mixing import column_means
 from ..kernels.oracles import GAUSSIAN, stochastic_grads
-from .base import Algorithm, Batch, initial_point
+from .base import Algorithm, Batch, aligned, initial_point
 
 
 def alloc(batch: Batch) -> tuple:
     C, n, d = batch.C, batch.n, batch.d
     g_rows = n if batch.oracle[1] == GAUSSIAN else 0
-    return np.empty((C, 2, n, d)), np.empty((C, 2, n, d)), np.empty((C, g_rows, d))
+    return aligned((C, 2, n, d)), aligned((C, 2, n, d)), aligned((C, g_rows, d))
 
 
 def init(batch: Batch) -> tuple:

@@ -131,7 +131,7 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     with numba_threads(threads) as nthreads:
         batch = Batch(parsed, prob)
         arrays = algo.init(batch)
-        recs = [_Recorder(algo, arrays, c, prob, batch.part[c]) for c in range(batch.C)]
+        recs = [_Recorder(algo, arrays, c, batch) for c in range(batch.C)]
         by_cells = parallel == "cells" or (parallel == "auto" and 1 < nthreads <= batch.C)
         t_loop = time.perf_counter()
         t, cur = 0, 0
@@ -176,9 +176,10 @@ def _parse_cell(cell: dict, noise: str, d: int) -> Cell:
 class _Recorder:
     """Metrics of one cell; stops recording (status "diverged") once they blow up."""
 
-    def __init__(self, algo, arrays, c, prob, part):
-        self.algo, self.arrays, self.c, self.part = algo, arrays, c, part
-        self.abar, self.xstar = prob.abar, prob.xstar
+    def __init__(self, algo, arrays, c, batch):
+        self.algo, self.arrays, self.c, self.part = algo, arrays, c, batch.part[c]
+        # padded like the rows: the padding (zero) adds exact zeros to every sum
+        self.abar, self.xstar = batch.pad(batch.problem.abar), batch.pad(batch.problem.xstar)
         self.out = np.empty(len(METRICS))
         self.rows: list[float] = []
         self.status, self.diverged_step, self.steps_done = "ok", None, 0

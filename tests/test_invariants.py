@@ -168,7 +168,7 @@ def test_gt_recomputes_its_previous_gradient_to_the_bit(monkeypatch, problem, no
     def stored(batch):
         X2, Y2, G = alloc(batch)
         lean_g_rows.append(G.shape[1])
-        return X2, Y2, np.empty((batch.C, batch.n, batch.d))
+        return X2, Y2, batch.new_rows(batch.C)
 
     monkeypatch.setattr(gt, "alloc", stored)
     full = fastgt.run(**kw)

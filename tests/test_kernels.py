@@ -174,3 +174,32 @@ def test_structured_noise_lives_on_extreme_eigenvectors(name, params):
             assert s[1] < 1e-12 * s[0]  # rank one: one shared vector, one xi_k per column
             np.testing.assert_allclose(Wd @ block, eig * block, atol=1e-12 * s[0])
         np.testing.assert_allclose(E.sum(axis=0), 0.0, atol=1e-12 * np.abs(E).max())
+
+
+@pytest.mark.parametrize("problem,noise", [("hetero_quadratic", "gaussian"),
+                                           ("hetero_quadratic", "structured"),
+                                           ("quadratic", "gaussian"), ("consensus", "none")])
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+def test_row_padding_stays_zero_and_rows_start_on_lines(algorithm, problem, noise):
+    """Rows are padded from d = 11 to 16 columns so that every row starts on a cache line:
+    after steps (a batch of two cells), every padded column of the state, the block sums
+    and the means is exactly zero, so it adds nothing to any mix or metric."""
+    from fastgt.algorithms import ALGORITHMS, Batch, Cell
+    from fastgt.problems import make_noise
+
+    n, d = 14, 11
+    W = fastgt.topology("interp_ring", n=n, alpha=0.7)
+    prob = fastgt.problem(problem).build(n, d)
+    cells = [Cell(W, make_noise(noise, 2.0, d, W), 0.05, s) for s in (1, 2)]
+    batch = Batch(cells, prob)
+    assert batch.dp == 16
+    algo = ALGORITHMS[algorithm]
+    arrays = algo.init(batch)
+    for by_cells in (True, False):
+        algo.advance(batch, arrays, 0, 0, 9, by_cells)
+    for a in (*arrays, batch.part, batch.means, batch.scratch):
+        assert a.size == 0 or (a.ctypes.data % 64 == 0 and (a.shape[-1] * 8) % 64 == 0)
+    for a in (*arrays, batch.part, batch.means):
+        assert a.shape[-1] == 16 and not np.any(a[..., d:])
+    X = algo.iterates(arrays, 1, 0)[0]
+    assert np.all(X[:, :d] != 0)  # the real columns did move

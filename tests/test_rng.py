@@ -24,7 +24,7 @@ Z = 5.0
 
 def _normals(seed, shape, stream=STREAM_NOISE):
     out = np.empty(shape)
-    normal_matrix(seed, stream, out, 1.0)
+    normal_matrix(seed, stream, out, 1.0, out.shape[1])
     return out
 
 

@@ -14,35 +14,46 @@ from ..kernels.oracles import normal_matrix
 from ..kernels.rng import STREAM_X0
 from ..kernels.steps import run_steps, shared_row
 
-
-#: bytes of a cache line (and of an AVX-512 vector)
+#: bytes of a cache line (and of an AVX-512 vector); LANES doubles
 LINE = 64
+LANES = LINE // 8
 
 
-def aligned(shape, zero: bool = False) -> np.ndarray:
-    """An uninitialised (or zeroed) float64 array whose data starts on a cache line. numpy's
-    own arrays start 16 bytes past one, so every 64-byte vector load of a row would span two
-    lines (measured: GT steps 10-18% slower at n = 300 on an AVX-512 core)."""
+def aligned(shape) -> np.ndarray:
+    """A zeroed float64 array whose data starts on a cache line (np.zeros: calloc, so a big
+    one costs no pass of its own). numpy's arrays start 16 bytes past a line, so a 64-byte
+    vector load of a row would span two lines (measured: steps 3-10% slower, AVX-512)."""
     size = int(np.prod(shape))
-    buf = (np.zeros if zero else np.empty)(size + LINE // 8)
+    buf = np.zeros(size + LANES)
     skip = (-buf.ctypes.data % LINE) // 8
     return buf[skip:skip + size].reshape(shape)
 
 
-def initial_point(out: np.ndarray, x0, seed: int) -> None:
-    """out = x0, or i.i.d. N(0, 1) entries from the run seed's own stream when x0 is None."""
+def padded(M: np.ndarray, dp: int) -> np.ndarray:
+    """M (rows, d) with its rows padded with zeros to dp columns, on aligned memory (M
+    itself when it is already dp wide)."""
+    if M.shape[1] == dp:
+        return np.ascontiguousarray(M, dtype=np.float64)
+    out = aligned((M.shape[0], dp))
+    out[:, :M.shape[1]] = M
+    return out
+
+
+def initial_point(out: np.ndarray, x0, seed: int, d: int) -> None:
+    """out[:, :d] = x0, or i.i.d. N(0, 1) entries from the run seed's own stream when x0 is
+    None (out: zeroed rows padded past d)."""
     if x0 is None:
-        normal_matrix(seed, STREAM_X0, out, 1.0)
+        normal_matrix(seed, STREAM_X0, out, 1.0, d)
         return
     try:
         x0 = np.asarray(x0, dtype=np.float64)
     except (TypeError, ValueError):
         raise bad("x0", x0, "an (n, d) array of numbers") from None
-    if x0.shape != out.shape:
-        raise FastGTError(f"x0 has shape {x0.shape}: allowed (n, d) = {out.shape}")
+    if x0.shape != (out.shape[0], d):
+        raise FastGTError(f"x0 has shape {x0.shape}: allowed (n, d) = {(out.shape[0], d)}")
     if not np.all(np.isfinite(x0)):
         raise FastGTError("x0 must be finite")
-    out[...] = x0
+    out[:, :d] = x0
 
 
 @dataclass(eq=False)
@@ -58,7 +69,10 @@ class Cell:
 
 class Batch:
     """C cells advanced together: they share n, d, W's sparsity pattern, the problem
-    instance and the noise kind; weights, stepsizes, noise scales and seeds may differ."""
+    instance and the noise kind; weights, stepsizes, noise scales and seeds may differ.
+
+    Rows are ``dp`` wide: d rounded up to whole cache lines, the padding zero (see
+    fastgt/kernels/steps.py); ``unpad`` gives the d real columns."""
 
     def __init__(self, cells: list[Cell], problem):
         first = cells[0]
@@ -71,22 +85,38 @@ class Batch:
         self.cells, self.problem = cells, problem
         C, n, d = len(cells), first.W.n, problem.d
         self.C, self.n, self.d = C, n, d
+        self.dp = dp = -(-d // LANES) * LANES
         nb = int(n_blocks(n))
         # per-block noise row, padded to whole 16-double groups: the generator's vector loop
         # then runs no scalar remainder (the values of coordinates < d do not change)
         dpad = -(-d // 16) * 16
-        self.scratch = aligned((C, nb, dpad), zero=True)
-        self.part = aligned((C, nb, 2, d), zero=True)  # per-block column sums
-        self.means = aligned((C, 2, d), zero=True)  # column means of the mixed quantities
+        self.scratch = aligned((C, nb, dpad))
+        self.part = aligned((C, nb, 2, dp))  # per-block column sums
+        self.means = aligned((C, 2, dp))  # column means of the mixed quantities
         weights = np.ascontiguousarray([c.W.weights for c in cells], dtype=np.float64)
         self.mix = (*pad_rows(first.W.indptr, first.W.indices, weights.reshape(C, -1)),
                     np.array([c.W.mean_weight for c in cells], dtype=np.float64),
                     np.array([c.gamma for c in cells], dtype=np.float64))
         nz = first.noise
+        hetero, a0, A, B = problem.kernel_args()
+        if hetero:
+            A, B = padded(A, dp), padded(B, dp)
         self.oracle = (np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                        np.array([c.noise.scale for c in cells], dtype=np.float64),
-                       aligned((2 * C, dpad), zero=True), np.stack([c.noise.uv for c in cells]), nz.dv,
-                       *problem.kernel_args())
+                       aligned((2 * C, dpad)), np.stack([c.noise.uv for c in cells]),
+                       nz.dv, d, hetero, a0, A, B)
+
+    def new_rows(self, *lead: int) -> np.ndarray:
+        """A zeroed state array of shape (*lead, n, dp)."""
+        return aligned((*lead, self.n, self.dp))
+
+    def pad(self, v: np.ndarray) -> np.ndarray:
+        """A vector of length d padded with zeros to dp."""
+        return padded(np.asarray(v, dtype=np.float64)[None, :], self.dp)[0]
+
+    def unpad(self, M: np.ndarray) -> np.ndarray:
+        """The d real columns of a padded array (a view)."""
+        return M[..., :self.d]
 
     def oracle_args(self, c: int, t: int = 0) -> tuple:
         """Arguments of the single-cell oracle kernels for cell c at step t (xi: the row

@@ -14,18 +14,18 @@ import numpy as np
 from ..kernels import steps
 from ..kernels.mixing import column_means
 from ..kernels.oracles import stochastic_grads
-from .base import Algorithm, Batch, aligned, initial_point
+from .base import Algorithm, Batch, initial_point
 
 
 def alloc(batch: Batch) -> tuple:
-    Z2 = aligned((batch.C, 2, batch.n, batch.d))
-    return Z2, Z2, aligned((batch.C, batch.n, batch.d))  # the kernels' second slot is unused
+    Z2 = batch.new_rows(batch.C, 2)
+    return Z2, Z2, batch.new_rows(batch.C)  # the kernels' second slot is unused
 
 
 def init(batch: Batch) -> tuple:
     Z2, _, X = arrays = alloc(batch)
     for c, cell in enumerate(batch.cells):
-        initial_point(X[c], cell.x0, cell.seed)
+        initial_point(X[c], cell.x0, cell.seed, batch.d)
         stochastic_grads(0, X[c], Z2[c, 1], *batch.oracle_args(c))  # Z2[c, 1] holds g(0)
         np.multiply(Z2[c, 1], -cell.gamma, out=Z2[c, 0])
         Z2[c, 0] += X[c]
@@ -38,7 +38,7 @@ def iterates(arrays: tuple, cur: int, c: int):
 
 
 def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
-    return {"X": iterates(arrays, cur, c)[0]}
+    return {"X": batch.unpad(iterates(arrays, cur, c)[0])}
 
 
 DSGD = Algorithm("dsgd", steps.DSGD, alloc, init, iterates, state, doc=__doc__)

@@ -21,15 +21,14 @@ from .base import Algorithm, Batch, aligned, initial_point
 
 
 def alloc(batch: Batch) -> tuple:
-    C, n, d = batch.C, batch.n, batch.d
-    g_rows = n if batch.oracle[1] == GAUSSIAN else 0
-    return aligned((C, 2, n, d)), aligned((C, 2, n, d)), aligned((C, g_rows, d))
+    G = batch.new_rows(batch.C) if batch.oracle[1] == GAUSSIAN else aligned((batch.C, 0, batch.dp))
+    return batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 2), G
 
 
 def init(batch: Batch) -> tuple:
     X2, Y2, G = arrays = alloc(batch)
     for c, cell in enumerate(batch.cells):
-        initial_point(X2[c, 0], cell.x0, cell.seed)
+        initial_point(X2[c, 0], cell.x0, cell.seed, batch.d)
         stochastic_grads(0, X2[c, 0], Y2[c, 0], *batch.oracle_args(c))  # y(0) = g(0)
         if len(G[c]):
             G[c] = Y2[c, 0]
@@ -47,14 +46,14 @@ def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
     X, Y = iterates(arrays, cur, c)
     G = arrays[2][c]
     if len(G):
-        return {"X": X, "Y": Y, "G": G}
+        return {"X": batch.unpad(X), "Y": batch.unpad(Y), "G": batch.unpad(G)}
 
     def recompute():  # g(t) from x(t) and step t's draw, as the kernel has it
-        out = np.empty_like(X)
+        out = np.zeros_like(X)
         stochastic_grads(t, X, out, *batch.oracle_args(c, t))
-        return out
+        return batch.unpad(out)
 
-    return {"X": X, "Y": Y, "G": recompute}
+    return {"X": batch.unpad(X), "Y": batch.unpad(Y), "G": recompute}
 
 
 GT = Algorithm("gt", steps.GT, alloc, init, iterates, state, doc=__doc__)

@@ -53,10 +53,11 @@ def grad_het(N, rn, k, v, u, dv, x, A, B, i):
 
 
 @njit(**INLINE_FLAGS)
-def draw_shared(kind, tkey, xi, row, scale):
-    """xi[row] = the step's shared draw (Setup B's xi); call once per step before the rows."""
+def draw_shared(kind, tkey, xi, row, scale, d):
+    """xi[row, :d] = the step's shared draw (Setup B's xi); call once per step before the
+    rows. The row's padding past d stays zero, so padded coordinates get no noise."""
     if kind == STRUCTURED:
-        fill_normals(row_key(tkey, -1), xi, row, scale, xi.shape[1])
+        fill_normals(row_key(tkey, -1), xi, row, scale, d)
 
 
 @njit(**INLINE_FLAGS)
@@ -72,15 +73,16 @@ def grad_row(g, i, x, N, rn, v, u, dv, hetero, a0, A, B):
 
 
 @njit(**NJIT_FLAGS)
-def stochastic_grads(t, X, G, seed, kind, scale, xi, uv, dv, hetero, a0, A, B):
+def stochastic_grads(t, X, G, seed, kind, scale, xi, uv, dv, d, hetero, a0, A, B):
     """G = grad F(X, xi^(t)) for every node of one cell (used once, at t = 0, and by
-    tests); xi (1, >= d) and uv (1, 2, n) are the cell's own."""
+    tests); xi (1, >= d) and uv (1, 2, n) are the cell's own. Rows may be padded past the
+    problem's d with zeros (X, G, A and B alike): the padding gets no noise and stays zero."""
     tkey = step_key(stream_key(seed, STREAM_NOISE), t)
-    draw_shared(kind, tkey, xi, ROW0, scale)
+    draw_shared(kind, tkey, xi, ROW0, scale, d)
     for i in range(X.shape[0]):
         N, rn, v, u = xi, ROW0, 0.0, 0.0  # no noise (xi: zeros, never drawn)
         if kind == GAUSSIAN:
-            fill_normals(row_key(tkey, i), G, i, scale, G.shape[1])
+            fill_normals(row_key(tkey, i), G, i, scale, d)
             N, rn, v, u = G, i, 1.0, 1.0
         elif kind == STRUCTURED:
             v, u = uv[0, 0, i], uv[0, 1, i]
@@ -88,8 +90,8 @@ def stochastic_grads(t, X, G, seed, kind, scale, xi, uv, dv, hetero, a0, A, B):
 
 
 @njit(**NJIT_FLAGS)
-def normal_matrix(seed, stream, out, scale):
-    """out[i, k] = scale * N(0, 1) from stream ``stream`` of ``seed`` (step 0)."""
+def normal_matrix(seed, stream, out, scale, d):
+    """out[i, k] = scale * N(0, 1) for k < d from stream ``stream`` of ``seed`` (step 0)."""
     tkey = step_key(stream_key(seed, stream), 0)
     for i in range(out.shape[0]):
-        fill_normals(row_key(tkey, i), out, i, scale, out.shape[1])
+        fill_normals(row_key(tkey, i), out, i, scale, d)

@@ -10,8 +10,13 @@ run is C = 1. Arrays (``state``, ``mix``, ``oracle`` tuples):
              D-SGD: S1 = Z = X - gamma G (C, 2, n, d), S2 unused, S3 = X (C, n, d)
              scratch (C, nb, >= d): a noise row per block; part (C, nb, 2, d); means (C, 2, d)
     mix    = (indptr, indices, weights (C, nnz), beta (C,), gamma (C,))
-    oracle = (seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, hetero, a0, A, B)
+    oracle = (seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, hetero, a0, A, B)
              xi: the shared draws of each cell's current and previous step (shared_row)
+
+Rows are d coordinates padded with zeros to a whole number of cache lines (state, sums,
+and the problem's A and B alike): every row then starts on a line and every loop over a
+row runs whole vectors. Noise is drawn for the d coordinates only, so the padding stays
+exactly zero and changes no value of the others.
 
 Buffers come in pairs, ``[:, cur]`` current and ``[:, 1 - cur]`` next; ``run_steps``
 returns the new ``cur``. One step of one cell is: the shared draw, then every row block
@@ -118,8 +123,8 @@ def cell_key(seed, t):
 @njit(**NJIT_FLAGS)
 def step_begin(c, t, oracle):
     """The step's shared draw (Setup B's xi) of cell c, before any row."""
-    seed, kind, scale, xi = oracle[0], oracle[1], oracle[2], oracle[3]
-    draw_shared(kind, cell_key(seed[c], t), xi, shared_row(c, t), scale[c])
+    seed, kind, scale, xi, d = oracle[0], oracle[1], oracle[2], oracle[3], oracle[6]
+    draw_shared(kind, cell_key(seed[c], t), xi, shared_row(c, t), scale[c], d)
 
 
 @njit(**INLINE_FLAGS)
@@ -138,10 +143,9 @@ def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
     X when ``last``."""
     S1, S2, S3, scratch, part, means = state
     indptr, indices, weights, beta, gamma = mix
-    seed, kind, scale, xi, uv, dv, hetero, a0, A, B = oracle
+    seed, kind, scale, xi, uv, dv, d, hetero, a0, A, B = oracle
     gt = algo == GT
     n = S1.shape[2]
-    d = S1.shape[3]
     nb = scratch.shape[1]
     # the cell's views, once per call: GT X, Y -> Xn, Yn and G; D-SGD Z -> Xn and X in G
     X, Xn, Y, Yn, G = S1[c, cur], S1[c, 1 - cur], S2[c, cur], S2[c, 1 - cur], S3[c]

@@ -46,5 +46,5 @@ def noise_matrix(noise: Noise, seed: int, t: int, n: int, d: int) -> np.ndarray:
     E = np.empty((n, d))
     dummy = np.zeros((1, 1))
     stochastic_grads(t, np.zeros((n, d)), E, int(seed), noise.kind, noise.scale, np.zeros((1, d)),
-                     noise.uv[None], noise.dv, False, 0.0, dummy, dummy)
+                     noise.uv[None], noise.dv, d, False, 0.0, dummy, dummy)
     return E

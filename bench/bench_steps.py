@@ -108,8 +108,8 @@ class FastgtRun:
         self.t += steps
 
     def iterates(self):
-        return tuple(None if a is None else self.batch.unpad(a)
-                     for a in self.algo.iterates(self.arrays, self.cur, 0))
+        return tuple(None if a is None else self.batch.real(a)
+                     for a in self.algo.iterates(self.batch, self.arrays, self.cur, 0))
 
 
 def make_run(engine: str, algorithm: str, W, mixers: dict, x0, sigma2: float, setup="A"):

@@ -177,7 +177,8 @@ class _Recorder:
     """Metrics of one cell; stops recording (status "diverged") once they blow up."""
 
     def __init__(self, algo, arrays, c, batch):
-        self.algo, self.arrays, self.c, self.part = algo, arrays, c, batch.part[c]
+        self.algo, self.arrays, self.c, self.batch = algo, arrays, c, batch
+        self.part = batch.part[c]
         # padded like the rows: the padding (zero) adds exact zeros to every sum
         self.abar, self.xstar = batch.pad(batch.problem.abar), batch.pad(batch.problem.xstar)
         self.out = np.empty(len(METRICS))
@@ -187,7 +188,7 @@ class _Recorder:
         self.limit = DIVERGE_FACTOR * max(1.0, self.out[1])
 
     def record(self, t: int, cur: int) -> None:
-        X, Y = self.algo.iterates(self.arrays, cur, self.c)
+        X, Y = self.algo.iterates(self.batch, self.arrays, cur, self.c)
         has_y = Y is not None
         quadratic_metrics(X, Y if has_y else X, has_y, self.abar, self.xstar, self.part, self.out)
         self.rows.append(float(t))

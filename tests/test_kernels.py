@@ -181,9 +181,10 @@ def test_structured_noise_lives_on_extreme_eigenvectors(name, params):
                                            ("quadratic", "gaussian"), ("consensus", "none")])
 @pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
 def test_row_padding_stays_zero_and_rows_start_on_lines(algorithm, problem, noise):
-    """Rows are padded from d = 11 to 16 columns so that every row starts on a cache line:
-    after steps (a batch of two cells), every padded column of the state, the block sums
-    and the means is exactly zero, so it adds nothing to any mix or metric."""
+    """Rows are padded from d = 11 to 16 columns so that every row starts on a cache line,
+    and state buffers get spare rows past n: after steps (a batch of two cells), every
+    padded column of the state, the block sums and the means, and every spare row, is
+    exactly zero, so it adds nothing to any mix or metric."""
     from fastgt.algorithms import ALGORITHMS, Batch, Cell
     from fastgt.problems import make_noise
 
@@ -201,5 +202,7 @@ def test_row_padding_stays_zero_and_rows_start_on_lines(algorithm, problem, nois
         assert a.size == 0 or (a.ctypes.data % 64 == 0 and (a.shape[-1] * 8) % 64 == 0)
     for a in (*arrays, batch.part, batch.means):
         assert a.shape[-1] == 16 and not np.any(a[..., d:])
-    X = algo.iterates(arrays, 1, 0)[0]
+    for a in arrays:
+        assert a.size == 0 or (a.shape[-2] == batch.rows > n and not np.any(a[..., n:, :]))
+    X = algo.iterates(batch, arrays, 1, 0)[0]
     assert np.all(X[:, :d] != 0)  # the real columns did move

@@ -14,18 +14,20 @@ from ..kernels.oracles import normal_matrix
 from ..kernels.rng import STREAM_X0
 from ..kernels.steps import run_steps, shared_row
 
-#: bytes of a cache line (and of an AVX-512 vector); LANES doubles
+#: bytes of a cache line (and of an AVX-512 vector); LANES doubles; bytes of a page
 LINE = 64
 LANES = LINE // 8
+PAGE = 4096
 
 
-def aligned(shape) -> np.ndarray:
-    """A zeroed float64 array whose data starts on a cache line (np.zeros: calloc, so a big
-    one costs no pass of its own). numpy's arrays start 16 bytes past a line, so a 64-byte
-    vector load of a row would span two lines (measured: steps 3-10% slower, AVX-512)."""
+def aligned(shape, at: int = 0) -> np.ndarray:
+    """A zeroed float64 array whose data starts ``at`` bytes (a multiple of LINE) past a
+    page boundary (np.zeros: calloc, so a big one costs no pass of its own). numpy's arrays
+    start 16 bytes past a line, so a 64-byte vector load of a row would span two lines
+    (measured: steps 3-10% slower, AVX-512); ``at`` staggers arrays (see Batch.new_rows)."""
     size = int(np.prod(shape))
-    buf = np.zeros(size + LANES)
-    skip = (-buf.ctypes.data % LINE) // 8
+    buf = np.zeros(size + PAGE // 8)
+    skip = ((at - buf.ctypes.data) % PAGE) // 8
     return buf[skip:skip + size].reshape(shape)
 
 
@@ -72,7 +74,8 @@ class Batch:
     instance and the noise kind; weights, stepsizes, noise scales and seeds may differ.
 
     Rows are ``dp`` wide: d rounded up to whole cache lines, the padding zero (see
-    fastgt/kernels/steps.py); ``unpad`` gives the d real columns."""
+    fastgt/kernels/steps.py); state arrays hold ``rows`` >= n rows (new_rows); ``real``
+    gives the n x d values."""
 
     def __init__(self, cells: list[Cell], problem):
         first = cells[0]
@@ -86,6 +89,13 @@ class Batch:
         C, n, d = len(cells), first.W.n, problem.d
         self.C, self.n, self.d = C, n, d
         self.dp = dp = -(-d // LANES) * LANES
+        # rows per state buffer: n and up to 63 zero rows more, so that the two buffers of
+        # a pair start half a page apart (the closest to it there is): a row of x(t) and
+        # the same row of x(t+1), read and written in one pass, would otherwise share their
+        # address bits 11..0 whenever 64 divides n (n = 10^6: a torus step 35% slower, the
+        # loads falsely waiting on the stores: 4K aliasing)
+        self.rows = n + min(range(LANES * LANES),
+                            key=lambda e: abs((n + e) * dp * 8 % PAGE - PAGE // 2))
         nb = int(n_blocks(n))
         # per-block noise row, padded to whole 16-double groups: the generator's vector loop
         # then runs no scalar remainder (the values of coordinates < d do not change)
@@ -106,17 +116,24 @@ class Batch:
                        aligned((2 * C, dpad)), np.stack([c.noise.uv for c in cells]),
                        nz.dv, d, hetero, a0, A, B)
 
-    def new_rows(self, *lead: int) -> np.ndarray:
-        """A zeroed state array of shape (*lead, n, dp)."""
-        return aligned((*lead, self.n, self.dp))
+    def new_rows(self, *lead: int, at: int = 0) -> np.ndarray:
+        """A zeroed state array of shape (*lead, rows, dp) starting ``at`` bytes past a
+        page: the step kernels read and write rows of several such arrays in one pass, so
+        each gets its own quarter or eighth of a page (4K aliasing, as for ``rows``)."""
+        return aligned((*lead, self.rows, self.dp), at)
 
     def pad(self, v: np.ndarray) -> np.ndarray:
         """A vector of length d padded with zeros to dp."""
         return padded(np.asarray(v, dtype=np.float64)[None, :], self.dp)[0]
 
-    def unpad(self, M: np.ndarray) -> np.ndarray:
-        """The d real columns of a padded array (a view)."""
-        return M[..., :self.d]
+    def used(self, M: np.ndarray) -> np.ndarray:
+        """The n real rows of a (rows, dp) state array, padded columns included: a
+        C-contiguous view, what the metrics and initialisation kernels take."""
+        return M[:self.n]
+
+    def real(self, M: np.ndarray) -> np.ndarray:
+        """The n x d values of a (rows, dp) state array (a view)."""
+        return M[:self.n, :self.d]
 
     def oracle_args(self, c: int, t: int = 0) -> tuple:
         """Arguments of the single-cell oracle kernels for cell c at step t (xi: the row
@@ -133,7 +150,8 @@ class Algorithm:
     - ``alloc(batch) -> (S1, S2, S3)``: the state arrays of all cells, uninitialised; their
       layout is documented in fastgt/kernels/steps.py
     - ``init(batch)``: the same arrays at t = 0 (initial gradients drawn)
-    - ``iterates(arrays, cur, c) -> (X, Y or None)``: what the metrics read for cell c
+    - ``iterates(batch, arrays, cur, c) -> (X, Y or None)``: what the metrics read for
+      cell c (n rows, padded columns)
     - ``state(batch, arrays, cur, c, t) -> dict``: cell c's final arrays at step t, or
       functions computing them on first access (runner.LazyState)
     - ``code``: the kernels' algorithm switch

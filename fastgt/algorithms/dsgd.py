@@ -19,26 +19,27 @@ from .base import Algorithm, Batch, initial_point
 
 def alloc(batch: Batch) -> tuple:
     Z2 = batch.new_rows(batch.C, 2)
-    return Z2, Z2, batch.new_rows(batch.C)  # the kernels' second slot is unused
+    return Z2, Z2, batch.new_rows(batch.C, at=1024)  # the kernels' second slot is unused
 
 
 def init(batch: Batch) -> tuple:
     Z2, _, X = arrays = alloc(batch)
     for c, cell in enumerate(batch.cells):
-        initial_point(X[c], cell.x0, cell.seed, batch.d)
-        stochastic_grads(0, X[c], Z2[c, 1], *batch.oracle_args(c))  # Z2[c, 1] holds g(0)
-        np.multiply(Z2[c, 1], -cell.gamma, out=Z2[c, 0])
-        Z2[c, 0] += X[c]
-        column_means(Z2[c, 0], batch.part[c], 0, batch.means[c, 0])
+        x, z, g = batch.used(X[c]), batch.used(Z2[c, 0]), batch.used(Z2[c, 1])
+        initial_point(x, cell.x0, cell.seed, batch.d)
+        stochastic_grads(0, x, g, *batch.oracle_args(c))  # Z2[c, 1] holds g(0)
+        np.multiply(g, -cell.gamma, out=z)
+        z += x
+        column_means(z, batch.part[c], 0, batch.means[c, 0])
     return arrays
 
 
-def iterates(arrays: tuple, cur: int, c: int):
-    return arrays[2][c], None
+def iterates(batch: Batch, arrays: tuple, cur: int, c: int):
+    return batch.used(arrays[2][c]), None
 
 
 def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
-    return {"X": batch.unpad(iterates(arrays, cur, c)[0])}
+    return {"X": batch.real(arrays[2][c])}
 
 
 DSGD = Algorithm("dsgd", steps.DSGD, alloc, init, iterates, state, doc=__doc__)

@@ -21,39 +21,41 @@ from .base import Algorithm, Batch, aligned, initial_point
 
 
 def alloc(batch: Batch) -> tuple:
-    G = batch.new_rows(batch.C) if batch.oracle[1] == GAUSSIAN else aligned((batch.C, 0, batch.dp))
-    return batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 2), G
+    G = (batch.new_rows(batch.C, at=512) if batch.oracle[1] == GAUSSIAN
+         else aligned((batch.C, 0, batch.dp)))
+    return batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 2, at=1024), G
 
 
 def init(batch: Batch) -> tuple:
     X2, Y2, G = arrays = alloc(batch)
     for c, cell in enumerate(batch.cells):
-        initial_point(X2[c, 0], cell.x0, cell.seed, batch.d)
-        stochastic_grads(0, X2[c, 0], Y2[c, 0], *batch.oracle_args(c))  # y(0) = g(0)
+        X, Y = batch.used(X2[c, 0]), batch.used(Y2[c, 0])
+        initial_point(X, cell.x0, cell.seed, batch.d)
+        stochastic_grads(0, X, Y, *batch.oracle_args(c))  # y(0) = g(0)
         if len(G[c]):
             G[c] = Y2[c, 0]
-        column_means(X2[c, 0], batch.part[c], 0, batch.means[c, 0])
-        column_means(Y2[c, 0], batch.part[c], 1, batch.means[c, 1])
+        column_means(X, batch.part[c], 0, batch.means[c, 0])
+        column_means(Y, batch.part[c], 1, batch.means[c, 1])
     return arrays
 
 
-def iterates(arrays: tuple, cur: int, c: int):
+def iterates(batch: Batch, arrays: tuple, cur: int, c: int):
     X2, Y2, _ = arrays
-    return X2[c, cur], Y2[c, cur]
+    return batch.used(X2[c, cur]), batch.used(Y2[c, cur])
 
 
 def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
-    X, Y = iterates(arrays, cur, c)
+    X, Y = iterates(batch, arrays, cur, c)
     G = arrays[2][c]
     if len(G):
-        return {"X": batch.unpad(X), "Y": batch.unpad(Y), "G": batch.unpad(G)}
+        return {"X": batch.real(X), "Y": batch.real(Y), "G": batch.real(G)}
 
     def recompute():  # g(t) from x(t) and step t's draw, as the kernel has it
         out = np.zeros_like(X)
         stochastic_grads(t, X, out, *batch.oracle_args(c, t))
-        return batch.unpad(out)
+        return batch.real(out)
 
-    return {"X": batch.unpad(X), "Y": batch.unpad(Y), "G": recompute}
+    return {"X": batch.real(X), "Y": batch.real(Y), "G": recompute}
 
 
 GT = Algorithm("gt", steps.GT, alloc, init, iterates, state, doc=__doc__)

@@ -5,9 +5,10 @@ they may differ in weights (alpha, self weight), stepsize, noise scale and seed.
 run is C = 1. Arrays (``state``, ``mix``, ``oracle`` tuples):
 
     state  = (S1, S2, S3, scratch, part, means)
-             GT:    S1 = X (C, 2, n, d), S2 = Y (C, 2, n, d), S3 = G (C, n, d), or
+             GT:    S1 = X (C, 2, r, d), S2 = Y (C, 2, r, d), S3 = G (C, r, d), or
                     (C, 0, d) when not stored (structured or no noise: gt_update)
-             D-SGD: S1 = Z = X - gamma G (C, 2, n, d), S2 unused, S3 = X (C, n, d)
+             D-SGD: S1 = Z = X - gamma G (C, 2, r, d), S2 unused, S3 = X (C, r, d)
+             r >= n rows (the rows past n, zero, only space the buffers: Batch.rows)
              scratch (C, nb, >= d): a noise row per block; part (C, nb, 2, d); means (C, 2, d)
     mix    = (indptr, indices, weights (C, nnz), beta (C,), gamma (C,))
     oracle = (seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, hetero, a0, A, B)
@@ -145,7 +146,7 @@ def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
     indptr, indices, weights, beta, gamma = mix
     seed, kind, scale, xi, uv, dv, d, hetero, a0, A, B = oracle
     gt = algo == GT
-    n = S1.shape[2]
+    n = indptr.shape[0] - 1  # the state may have more (zero) rows: Batch.rows
     nb = scratch.shape[1]
     # the cell's views, once per call: GT X, Y -> Xn, Yn and G; D-SGD Z -> Xn and X in G
     X, Xn, Y, Yn, G = S1[c, cur], S1[c, 1 - cur], S2[c, cur], S2[c, 1 - cur], S3[c]
@@ -190,7 +191,7 @@ def step_end(algo, c, state, mix):
     """Mean term of the next step: block sums reduced in block order."""
     part, means = state[4], state[5]
     if mix[3][c] != 0.0:
-        n = state[0].shape[2]
+        n = mix[0].shape[0] - 1
         reduce_blocks(part[c], 0, means[c, 0], n)
         if algo == GT:
             reduce_blocks(part[c], 1, means[c, 1], n)

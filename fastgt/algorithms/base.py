@@ -147,8 +147,8 @@ class Batch:
 class Algorithm:
     """An algorithm spec (the optax pattern): how to set up state and advance it.
 
-    - ``alloc(batch) -> (S1, S2, S3)``: the state arrays of all cells, uninitialised; their
-      layout is documented in fastgt/kernels/steps.py
+    - ``alloc(batch) -> (S1, S2, S3)``: the state arrays of all cells, zeroed
+      (Batch.new_rows); their layout is documented in fastgt/kernels/steps.py
     - ``init(batch)``: the same arrays at t = 0 (initial gradients drawn)
     - ``iterates(batch, arrays, cur, c) -> (X, Y or None)``: what the metrics read for
       cell c (n rows, padded columns)

@@ -10,6 +10,7 @@ run is C = 1. Arrays (``state``, ``mix``, ``oracle`` tuples):
              D-SGD: S1 = Z = X - gamma G (C, 2, r, d), S2 unused, S3 = X (C, r, d)
              r >= n rows (the rows past n, zero, only space the buffers: Batch.rows)
              scratch (C, nb, >= d): a noise row per block; part (C, nb, 2, d); means (C, 2, d)
+             (d here is the padded row width, Batch.dp; the oracle's d is the problem's)
     mix    = (indptr, indices, weights (C, nnz), beta (C,), gamma (C,))
     oracle = (seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, hetero, a0, A, B)
              xi: the shared draws of each cell's current and previous step (shared_row)

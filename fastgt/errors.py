@@ -5,6 +5,16 @@ class FastGTError(ValueError):
     """Bad input from a user. The CLI prints ``str(err)`` on one line, never a traceback."""
 
 
+class WriteFailed(RuntimeError):
+    """An output that could not be written after the work was done (a full disk, say). The
+    CLI prints it on one line and exits 1; the message says what was kept."""
+
+
+class FastGTWarning(UserWarning):
+    """A result that is valid but not what was probably wanted (e.g. the exact theory of an
+    unstable stepsize: infinite floors), with what to change."""
+
+
 def short(value) -> str:
     """A one-line rendering of a value: its repr, or its type (and shape) when that is long."""
     r = repr(value)
@@ -37,12 +47,14 @@ def check_int(param: str, value, lo: int | None = None, hi: int | None = None) -
 def check_float(param: str, value, lo: float | None = None, hi: float | None = None,
                 lo_open: bool = False, hi_open: bool = False) -> float:
     import math
+    import numbers
 
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise bad(param, value, "a number") from None
-    if isinstance(value, bool) or not math.isfinite(v):
+    # a string is not a number here, even one float() would parse: the same rule as for
+    # integers (check_int), so that fastgt.run(stepsize="0.01") fails like n="300" does
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise bad(param, value, "a number")
+    v = float(value)
+    if not math.isfinite(v):
         raise bad(param, value, "a finite number")
     low_bad = lo is not None and (v <= lo if lo_open else v < lo)
     high_bad = hi is not None and (v >= hi if hi_open else v > hi)

@@ -20,17 +20,18 @@ modes: O(n) once the eigenvalues are known. Rates and stability only need lambda
 lambda_n, which ``W.spectrum()`` gives at any n.
 
 Public: ``stationary``, ``rate``, ``max_stepsize``, ``eigenvalues``, ``theory_columns``,
-``unsupported``, ``mode_variances``, ``mode_radius``.
+``unsupported``, ``unstable_message``, ``mode_variances``, ``mode_radius``.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 
 import numpy as np
 
-from .errors import FastGTError, bad, check_choice, check_float, check_int
+from .errors import FastGTError, FastGTWarning, bad, check_choice, check_float, check_int
 
 #: largest n for which the eigenvalues of a W without closed form come from a dense eigvalsh
 DENSE_MAX = 20000
@@ -150,6 +151,14 @@ def rate(W, algorithm: str, stepsize: float, problem="quadratic") -> float:
     return float(max(abs(1.0 - a * stepsize), radius.max()))
 
 
+def unstable_message(W, algorithm: str, stepsize: float, problem="quadratic") -> str:
+    """What to say of a stepsize at or beyond ``max_stepsize``."""
+    top = max_stepsize(W, algorithm, problem)
+    return (f"stepsize={stepsize:g} is unstable for {algorithm} on {W.describe()}: the "
+            f"iterates diverge (infinite floors); the largest stable stepsize is "
+            f"{top:.6g} (theory.max_stepsize; every stepsize below it is stable)")
+
+
 def unsupported(algorithm: str, problem) -> str | None:
     """Why ``stationary`` does not cover this case, or None."""
     if algorithm == "dsgd" and getattr(problem, "name", problem) == "consensus":
@@ -163,7 +172,8 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
     """Exact expected stationary (t -> infinity) values of the recorded metrics.
 
     Returns {"loss_avg", "loss_nodes", "consensus", "tracking"} (tracking NaN for D-SGD), all
-    inf if the stepsize is not stable. noise: "gaussian" (Setup A: i.i.d. N(0, sigma2/d) per
+    inf, with a FastGTWarning naming the largest stable stepsize, if the stepsize is not
+    stable. noise: "gaussian" (Setup A: i.i.d. N(0, sigma2/d) per
     node, coordinate, step), "structured" (Setup B: only the lambda_n mode, ceil(d/2)
     coordinates, and the lambda2 mode, the others, are excited) or "none" (all zero). The
     problem is "quadratic" (Setup A/B, a = 2) or "consensus" (GT only, a = 1).
@@ -177,6 +187,8 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
     sigma2 = check_float("sigma2", sigma2, 0.0)
     d = check_int("d", d, 1)
     if stepsize >= max_stepsize(W, algorithm, problem):
+        warnings.warn(unstable_message(W, algorithm, stepsize, problem), FastGTWarning,
+                      stacklevel=2)
         return _constant(algorithm, math.inf)
     if noise == "none" or sigma2 == 0.0:
         return _constant(algorithm, 0.0)
@@ -215,6 +227,8 @@ def theory_columns(W, algorithm: str, stepsize: float, sigma2: float, problem_na
     cols["theory_rate"] = rate(W, algorithm, stepsize, problem_name)
     too_big = noise == "gaussian" and W.structure is None and W.n > min(dense_max, DENSE_MAX)
     if unsupported(algorithm, problem_name) is None and not too_big:
-        st = stationary(W, algorithm, stepsize, sigma2, problem_name, noise, d)
+        with warnings.catch_warnings():  # an unstable cell's inf columns say it already
+            warnings.simplefilter("ignore", FastGTWarning)
+            st = stationary(W, algorithm, stepsize, sigma2, problem_name, noise, d)
         cols.update({f"theory_{m}": v for m, v in st.items()})
     return cols

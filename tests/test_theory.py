@@ -178,7 +178,9 @@ def test_structured_and_noiseless():
     assert st["loss_avg"] == 0.0 and st["loss_nodes"] == pytest.approx(st["consensus"], rel=1e-15)
     none = theory.stationary(W, "dsgd", 0.02, noise="none")
     assert none["loss_nodes"] == 0.0 and math.isnan(none["tracking"])
-    bad = theory.stationary(W, "gt", 1.01 * theory.max_stepsize(W, "gt"))
+    top = theory.max_stepsize(W, "gt")
+    with pytest.warns(fastgt.FastGTWarning, match=f"largest stable stepsize is {top:.6g}"):
+        bad = theory.stationary(W, "gt", 1.01 * top)
     assert bad["loss_nodes"] == math.inf
 
 

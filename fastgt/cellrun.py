@@ -10,7 +10,7 @@ import socket
 import time
 import traceback
 
-from .grid import PROBLEM_RENAME, TOPO_RENAME, problem_grid_params, topology_params
+from .flat import build, problem_flat_params, topology_params
 from .runner import METRICS
 
 #: thread-count variables of numba and the BLAS/OpenMP libraries, set in every worker
@@ -30,20 +30,9 @@ def run_arguments(params: dict, topologies: dict | None = None) -> dict:
 
     topologies: a memo of built mixing matrices (cells of one task often share one, and with
     it its spectrum and theory eigenvalues)."""
-    from . import problem, topology
-
-    topo_keys = {v: k for k, v in TOPO_RENAME.items()}
-    prob_keys = {v: k for k, v in PROBLEM_RENAME.items()}
-    tkw = {topo_keys.get(k, k): params[k] for k in topology_params(params["topology"])
-           if k in params}
-    memo = {} if topologies is None else topologies
-    key = (params["topology"], tuple(sorted(tkw.items())))
-    if key not in memo:
-        memo[key] = topology(params["topology"], **tkw)
-    W = memo[key]
-    prob = problem(params["problem"], **{prob_keys.get(k, k): params[k]
-                                         for k in problem_grid_params(params["problem"])
-                                         if k in params})
+    flat = {k: params[k] for k in (*topology_params(params["topology"]),
+                                   *problem_flat_params(params["problem"])) if k in params}
+    W, prob = build(params["topology"], params["problem"], flat, topologies)
     keys = ("algorithm", "noise", "sigma2", "d", "stepsize", "steps", "record_every", "seed")
     return {"topology": W, "problem": prob, **{k: params[k] for k in keys}}
 
@@ -125,6 +114,7 @@ class _Prepared:
 
     def finish(self, res) -> None:
         self.row.update({k: res.summary[k] for k in SUMMARY_KEYS})
+        self.row["error"] = res.summary["diverged_reason"]  # why a diverged cell stopped
         self.row.update({m: res.summary[m] for m in METRICS})
         self.row.update({f"final_{m}": res.summary[f"final_{m}"] for m in METRICS})
         self.row["wall_time"] = self.prep_time + res.summary["wall_time"]

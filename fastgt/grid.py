@@ -35,18 +35,16 @@ from pathlib import Path
 
 from .algorithms import ALGORITHMS
 from .errors import FastGTError, bad, check_choice, check_float, check_int
-from .problems import NOISES, PROBLEMS, problem_params
+from .flat import not_applicable, problem_flat_params, topology_params
+from .problems import NOISES, PROBLEMS
 from .runner import run as _run
-from .topology import FAMILIES, family_params
+from .topology import FAMILIES
 
 #: bump when the same parameters give different numbers (changes every cell id)
 NUMERICS_VERSION = 1
 
-#: families that need arrays (edge lists, matrices) cannot come from a grid file
-GRID_FAMILIES = tuple(k for k in FAMILIES if k not in ("from_edges", "from_matrix"))
-#: family / problem argument ``seed`` is renamed in grid files (the run has its own ``seed``)
-TOPO_RENAME = {"seed": "graph_seed"}
-PROBLEM_RENAME = {"seed": "problem_seed"}
+#: every family, from_edges and from_matrix with the path of a file (``edges``, ``matrix``)
+GRID_FAMILIES = tuple(FAMILIES)
 
 
 @dataclass(frozen=True)
@@ -89,7 +87,7 @@ RUN_PARAMS = {
     "sigma2": _float(0.0),
     "d": _int(1),
     "stepsize": _float(0.0, lo_open=True),
-    "steps": _int(0),
+    "steps": _int(1),
     "record_every": _int(1),
     "seed": _int(0, 2**63 - 1),
 }
@@ -104,6 +102,8 @@ TOPOLOGY_PARAMS = {
     "graph_seed": _int(0),
     "weights": _choice(("metropolis", "max_degree")),
     "lazy": Param(bool),
+    "edges": Param(str),
+    "matrix": Param(str),
 }
 PROBLEM_PARAMS = {
     "zeta": _float(0.0),
@@ -117,17 +117,6 @@ PARAMS = {**RUN_PARAMS, **TOPOLOGY_PARAMS, **PROBLEM_PARAMS}
 #: defaults of the run parameters (those of fastgt.run); topology is required
 RUN_DEFAULTS = {k: p.default for k, p in inspect.signature(_run).parameters.items()
                 if k in RUN_PARAMS and k != "topology"}
-
-
-def topology_params(name: str) -> dict:
-    """Grid names of the parameters of topology family ``name`` -> default (empty if required)."""
-    return {TOPO_RENAME.get(k, k): v for k, v in family_params(name).items()}
-
-
-def problem_grid_params(name: str) -> dict:
-    """Grid names of the scalar parameters of problem ``name`` -> default (arrays excluded)."""
-    return {PROBLEM_RENAME.get(k, k): v for k, v in problem_params(name).items()
-            if isinstance(v, (int, float, str, bool))}
 
 
 @dataclass(frozen=True)
@@ -148,14 +137,14 @@ def canonical(params: dict) -> dict:
         raise _keyed("topology", f"topology is required: allowed {', '.join(GRID_FAMILIES)}")
     out = {**RUN_DEFAULTS, **{k: v for k, v in params.items() if k in RUN_PARAMS}}
     topo = topology_params(out["topology"])
-    prob = problem_grid_params(out["problem"])
+    prob = problem_flat_params(out["problem"])
     for key, val in params.items():
         if key in RUN_PARAMS:
             continue
         if key in topo or key in prob:
             out[key] = val
         else:
-            raise _keyed(key, _not_applicable(key, out["topology"], out["problem"], topo, prob))
+            raise _keyed(key, str(not_applicable(key, out["topology"], out["problem"])))
     for key, default in {**topo, **prob}.items():
         if key not in out:
             if default is inspect.Parameter.empty:
@@ -163,13 +152,6 @@ def canonical(params: dict) -> dict:
             if default is not None:
                 out[key] = default
     return out
-
-
-def _not_applicable(key, topo_name, prob_name, topo, prob) -> str:
-    if key in PROBLEM_PARAMS:
-        return (f"{key} does not apply to problem {prob_name!r}: allowed "
-                f"{', '.join(prob) or 'no parameters'}")
-    return f"{key} does not apply to topology {topo_name!r}: allowed {', '.join(topo)}"
 
 
 def _keyed(key: str, msg: str) -> FastGTError:
@@ -322,7 +304,7 @@ def load_spec(path, sets=(), params=()) -> GridSpec:
         text = p.read_text()
     except OSError as err:
         raise FastGTError(f"spec file {str(p)!r} cannot be read: {err.strerror}") from None
-    return parse_spec(text, p.name, sets, params)
+    return parse_spec(text, str(path), sets, params)  # errors name the path as given
 
 
 def _location(source: str, where: str | None) -> str:

@@ -15,6 +15,7 @@ from .algorithms import Batch, Cell
 from .algorithms import algorithm as get_algorithm
 from .config import DIVERGE_FACTOR, SMALL_RUN
 from .errors import bad, check_choice, check_float, check_int
+from .flat import build
 from .kernels.metrics import quadratic_metrics
 from .problems import make_noise
 from .problems import problem as get_problem
@@ -80,19 +81,25 @@ class RunResult:
                 f"steps={s['steps_done']}, loss_nodes={s['loss_nodes']:.4g}, {s['steps_per_s']:.0f} steps/s)")
 
 
-def run(algorithm: str = "gt", topology: MixingMatrix | None = None, problem="quadratic",
+def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, problem="quadratic",
         noise: str = "gaussian", sigma2: float = 1.0, d: int = 100, stepsize: float = 0.01,
         steps: int = 1000, record_every: int = 100, seed: int = 0, x0=None,
-        threads: int | None = None, progress=None) -> RunResult:
+        threads: int | None = None, progress=None, **params) -> RunResult:
     """Simulate ``algorithm`` ("gt" | "dsgd") on mixing matrix ``topology``.
 
-    problem: a name or ``fastgt.problem(...)``; noise: "gaussian" (Setup A), "structured"
-    (Setup B) or "none", with (1/n) sum_i E||noise_i||^2 = sigma2. x0: (n, d) initial
-    iterates (default i.i.d. N(0, 1) from ``seed``). threads: numba threads (default: all,
-    or 1 for runs below ``config.SMALL_RUN`` node-dimensions, where a second thread slows
-    each step down; the numbers never depend on it).
-    progress: optional callable(steps_done) after each record.
+    topology: a MixingMatrix (``fastgt.topology(...)``) or a family name with its parameters
+    in the flat form that grid files and the CLI take (``topology="ring", n=30,
+    self_weight=0.2``; a random graph's seed is ``graph_seed``). problem: a name (its
+    parameters flat as well: ``zeta=``, ``problem_seed=``) or ``fastgt.problem(...)``.
+    noise: "gaussian" (Setup A), "structured" (Setup B) or "none", with
+    (1/n) sum_i E||noise_i||^2 = sigma2. x0: (n, d) initial iterates (default i.i.d.
+    N(0, 1) from ``seed``). threads: numba threads (default: all, or 1 for runs below
+    ``config.SMALL_RUN`` node-dimensions, where a second thread slows each step down; the
+    numbers never depend on it). progress: optional callable(steps_done) after each record.
+    A parameter that neither the topology nor the problem takes is refused by name.
     """
+    if params or isinstance(topology, str):
+        topology, problem = build(topology, problem, params)
     cell = {"topology": topology, "stepsize": stepsize, "sigma2": sigma2, "seed": seed, "x0": x0}
     return run_batch([cell], algorithm=algorithm, problem=problem, noise=noise, d=d, steps=steps,
                      record_every=record_every, threads=threads, progress=progress)[0]
@@ -113,7 +120,7 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     t_start = time.perf_counter()
     algo = get_algorithm(algorithm)
     d = check_int("d", d, 1)
-    steps = check_int("steps", steps, 0)
+    steps = check_int("steps", steps, 1)
     record_every = check_int("record_every", record_every, 1)
     check_choice("parallel", parallel, ("auto", "cells", "blocks"))
     spec = get_problem(problem)
@@ -184,6 +191,7 @@ class _Recorder:
         self.out = np.empty(len(METRICS))
         self.rows: list[float] = []
         self.status, self.diverged_step, self.steps_done = "ok", None, 0
+        self.reason = None
         self.record(0, 0)
         self.limit = DIVERGE_FACTOR * max(1.0, self.out[1])
 
@@ -196,14 +204,22 @@ class _Recorder:
         self.steps_done = t
         vals = self.out if has_y else self.out[:4]
         if t > 0 and (not np.all(np.isfinite(vals)) or self.out[1] > self.limit):
-            self.status, self.diverged_step = "diverged", t
+            self.status, self.diverged_step, self.reason = "diverged", t, self._why(vals)
+
+    def _why(self, vals) -> str:
+        bad = [m for m, v in zip(METRICS, vals) if not np.isfinite(v)]
+        if bad:
+            return f"{bad[0]} is not finite ({vals[METRICS.index(bad[0])]})"
+        return (f"loss_nodes = {self.out[1]:.3g} exceeds {DIVERGE_FACTOR:g} x max(1, its value "
+                "at step 0)")
 
 
 def _summarize(records: np.ndarray, rec: _Recorder, loop_time: float, wall: float,
                threads: int, batch: int) -> dict:
     """Finals and plateaus (mean over the last half of the records). Times of a batch are
     shared equally by its cells."""
-    s = {"status": rec.status, "diverged_step": rec.diverged_step, "steps_done": rec.steps_done,
+    s = {"status": rec.status, "diverged_step": rec.diverged_step,
+         "diverged_reason": rec.reason, "steps_done": rec.steps_done,
          "records": len(records), "wall_time": wall, "loop_time": loop_time,
          "steps_per_s": rec.steps_done / loop_time if loop_time > 0 else math.nan,
          "threads": threads, "batch": batch}

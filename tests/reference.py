@@ -69,3 +69,12 @@ def fastgt_noise(name, sigma2, d, W, seed):
 def no_noise(n, d):
     """noise(t) = 0."""
     return lambda t: np.zeros((n, d))
+
+
+def default_x0(seed, n, d):
+    """The (n, d) initial point fastgt draws when x0 is not given (the run seed's stream)."""
+    from fastgt.algorithms.base import initial_point
+
+    out = np.zeros((n, d))
+    initial_point(out, None, seed, d)
+    return out

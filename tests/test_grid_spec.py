@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from fastgt import grid as G
 from fastgt.cli_sweep import grid as grid_cmd
 from fastgt.errors import FastGTError
+from fastgt.flat import problem_flat_params, topology_params
 
 BASE = """\
 [run]
@@ -149,9 +150,9 @@ def test_every_family_and_problem_parameter_is_declared():
     from fastgt.problems import PROBLEMS
 
     for fam in G.GRID_FAMILIES:
-        assert set(G.topology_params(fam)) <= set(G.TOPOLOGY_PARAMS), fam
+        assert set(topology_params(fam)) <= set(G.TOPOLOGY_PARAMS), fam
     for prob in PROBLEMS:
-        assert set(G.problem_grid_params(prob)) <= set(G.PROBLEM_PARAMS), prob
+        assert set(problem_flat_params(prob)) <= set(G.PROBLEM_PARAMS), prob
 
 
 def test_make_cell_errors_name_the_key():

@@ -51,9 +51,8 @@ def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=Non
     res = fastgt.run(algorithm=algorithm, topology=W, problem=problem, noise=noise,
                      sigma2=sigma2, d=d, stepsize=GAMMA, steps=STEPS, record_every=RECORD,
                      seed=seed, x0=x0)
-    if x0 is None:  # default x0: take it from a 0-step run with the same seed
-        x0 = fastgt.run(algorithm=algorithm, topology=W, problem=problem, noise=noise,
-                        d=d, steps=0, seed=seed).state["X"]
+    if x0 is None:  # the default x0 of the seed
+        x0 = ref.default_x0(seed, W.n, d)
     inst = fastgt.problem(problem).build(W.n, d)
     noise_fn = ref.no_noise(W.n, d) if noise == "none" else ref.fastgt_noise(
         noise, sigma2, d, W, seed)
@@ -142,13 +141,16 @@ def test_default_x0_run_matches_reference(algorithm):
 
 
 def test_default_x0_is_standard_normal():
-    """1200 entries: |mean| < 5 SE = 5/sqrt(N); |var - 1| < 5 SE = 5 sqrt(2/N) (normal)."""
-    W = fastgt.topology("ring", n=40)
-    x0s = [fastgt.run(algorithm=a, topology=W, d=30, steps=0, seed=s).state["X"]
-           for a, s in (("gt", 3), ("dsgd", 3), ("gt", 4))]
-    np.testing.assert_array_equal(x0s[0], x0s[1])  # x0 depends on the seed only
-    assert not np.any(x0s[0] == x0s[2])
-    for x in (x0s[0], x0s[2]):
+    """1200 entries: |mean| < 5 SE = 5/sqrt(N); |var - 1| < 5 SE = 5 sqrt(2/N) (normal).
+    The initial point is what a noiseless run with x0 = None starts from: a 1-step D-SGD
+    run on the complete graph (f_i = ||x||^2, gamma) ends at (1 - 2 gamma) mean(x0)."""
+    x0s = [ref.default_x0(s, 40, 30) for s in (3, 4)]
+    one = fastgt.run(algorithm="dsgd", topology=fastgt.topology("complete", n=40), d=30,
+                     noise="none", stepsize=0.25, steps=1, seed=3).state["X"]
+    np.testing.assert_allclose(one, np.tile(0.5 * x0s[0].mean(axis=0), (40, 1)), rtol=1e-13,
+                               atol=1e-15)
+    assert not np.any(x0s[0] == x0s[1])  # another seed, other numbers
+    for x in x0s:
         N = x.size
         assert abs(x.mean()) < 5 / np.sqrt(N)
         assert abs(x.var() - 1) < 5 * np.sqrt(2 / N)

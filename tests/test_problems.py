@@ -46,7 +46,9 @@ def test_bad_problem_input_is_one_line():
     with pytest.raises(fastgt.FastGTError, match="mu"):
         fastgt.problem("consensus", mu="abc").build(4, 2)
     with pytest.raises(fastgt.FastGTError, match="W must be"):
-        fastgt.topology("from_matrix", W="abc")
+        fastgt.topology("from_matrix", W=[["a", "b"]])
+    with pytest.raises(fastgt.FastGTError, match="matrix file 'abc' has an unknown format"):
+        fastgt.topology("from_matrix", W="abc")  # a string is a file's path
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))

@@ -1,6 +1,7 @@
 """fastgt.run's contract: input validation, divergence handling, trace layout, summary."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -22,6 +23,11 @@ GOOD = {"algorithm": "gt", "topology": W8, "d": 3, "steps": 4, "record_every": 2
     ("stepsize", {"stepsize": -0.1}),
     ("stepsize", {"stepsize": float("nan")}),
     ("steps", {"steps": -1}),
+    ("steps", {"steps": 0}),
+    ("stepsize", {"stepsize": "0.01"}),
+    ("sigma2", {"sigma2": "1"}),
+    ("d", {"d": "3"}),
+    ("seed", {"seed": 1.0}),
     ("steps", {"steps": 2.5}),
     ("record_every", {"record_every": 0}),
     ("d", {"d": 0}),
@@ -35,7 +41,8 @@ GOOD = {"algorithm": "gt", "topology": W8, "d": 3, "steps": 4, "record_every": 2
     ("threads", {"threads": 0}),
     ("threads", {"threads": max_threads() + 1}),
     ("topology", {"topology": W8.to_dense()}),
-    ("topology", {"topology": "ring"}),
+    ("topology", {"topology": "ring"}),  # a family name without its n
+    ("topology", {"topology": "moebius"}),
 ])
 def test_bad_input_names_the_parameter(param, overrides):
     with pytest.raises(FastGTError) as err:
@@ -55,7 +62,7 @@ def _trace_steps(steps, every):
 
 
 @pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
-@pytest.mark.parametrize("steps,every", [(10, 3), (9, 3), (5, 10), (0, 4), (7, 1)])
+@pytest.mark.parametrize("steps,every", [(10, 3), (9, 3), (5, 10), (1, 4), (7, 1)])
 def test_trace_layout(algorithm, steps, every):
     calls = []
     res = fastgt.run(**{**GOOD, "algorithm": algorithm, "steps": steps, "record_every": every},
@@ -103,3 +110,33 @@ def test_overflow_is_recorded_as_diverged():
     assert res.summary["diverged_step"] == 1000
     assert res.trace["step"].tolist() == [0, 1000]
     assert not np.isfinite(res.trace["loss_nodes"].iloc[-1])
+
+
+def test_flat_form_is_the_same_run():
+    """fastgt.run takes the flat form of the CLI and grid files: a family name with its
+    parameters beside the run's, the random graph's seed as graph_seed, the problem's
+    parameters (zeta, problem_seed) too. Same bits as building the pieces by hand."""
+    flat = fastgt.run(topology="erdos_renyi", n=12, prob=0.5, graph_seed=3,
+                      problem="consensus", zeta=2.0, problem_seed=4, d=3, steps=20,
+                      record_every=5, seed=1)
+    built = fastgt.run(topology=fastgt.topology("erdos_renyi", n=12, prob=0.5, seed=3),
+                       problem=fastgt.problem("consensus", zeta=2.0, seed=4), d=3, steps=20,
+                       record_every=5, seed=1)
+    np.testing.assert_array_equal(flat.records, built.records)
+    assert flat.config["topology"] == "erdos_renyi" and flat.config["problem_zeta"] == 2.0
+
+
+@pytest.mark.parametrize("kwargs,fragment", [
+    ({"topology": "ring", "n": 8, "alpha": 0.5},
+     "alpha does not apply to topology 'ring': allowed n, self_weight, lazy"),
+    ({"topology": "ring", "n": 8, "zeta": 1.0},
+     "zeta does not apply to problem 'quadratic': allowed no parameters"),
+    ({"topology": W8, "n": 8}, "n does not apply to a built MixingMatrix"),
+    ({"topology": "ring", "n": 8, "problem": fastgt.problem("consensus"), "zeta": 1.0},
+     "zeta does not apply to a built problem spec"),
+    ({"topology": "ring", "n": "8"}, "n='8' is invalid"),
+    ({"topology": "ring", "n": 8, "self_weight": "0.2"}, "self_weight='0.2' is invalid"),
+])
+def test_flat_form_refuses_what_does_not_apply(kwargs, fragment):
+    with pytest.raises(FastGTError, match=re.escape(fragment)):
+        fastgt.run(**{"d": 3, "steps": 4, **kwargs})

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..errors import FastGTError, bad, check_float, check_int
+from .files import is_path, read_edges, read_matrix
 from .mixing import MixingMatrix
 from .weights import from_edge_list
 
@@ -182,9 +183,12 @@ def _edge_array(edges) -> np.ndarray:
 
 
 def from_edges(edges, n: int | None = None, weights: str = "metropolis") -> MixingMatrix:
-    """A user graph: an (m, 2) edge list, a scipy sparse adjacency, or a networkx-like graph."""
+    """A user graph: an (m, 2) edge list, a scipy sparse adjacency, a networkx-like graph, or
+    the path of an edge-list file (fastgt.topology.files.read_edges)."""
     import scipy.sparse as sp
 
+    if is_path(edges):
+        edges = read_edges(edges)
     if sp.issparse(edges):
         coo = sp.coo_matrix(edges)
         if coo.shape[0] != coo.shape[1]:
@@ -208,8 +212,9 @@ def from_edges(edges, n: int | None = None, weights: str = "metropolis") -> Mixi
 
 
 def from_matrix(W) -> MixingMatrix:
-    """A user mixing matrix (dense or scipy sparse), validated as is."""
-    return MixingMatrix.from_matrix(W)
+    """A user mixing matrix (dense or scipy sparse, or the path of a .npy, .npz or .mtx file:
+    fastgt.topology.files.read_matrix), validated as is."""
+    return MixingMatrix.from_matrix(read_matrix(W) if is_path(W) else W)
 
 
 FAMILIES = {

@@ -1,0 +1,94 @@
+"""The flat parameter form: a run's own parameters side by side with those of its topology
+family and problem (``n=``, ``alpha=``, ``graph_seed=``, ``zeta=``, ``problem_seed=``), as
+grid files, the CLI and ``fastgt.run(topology="ring", n=30, ...)`` take them.
+
+A family's or problem's own ``seed`` is ``graph_seed`` / ``problem_seed`` in the flat form
+(the run has its own ``seed``), and from_matrix's ``W`` is ``matrix``.
+"""
+
+from __future__ import annotations
+
+from .errors import FastGTError
+from .problems import PROBLEMS, ProblemSpec, problem, problem_params
+from .topology import MixingMatrix, family_params, topology
+
+#: Python name -> flat name, for topology families and for problems
+TOPO_RENAME = {"seed": "graph_seed", "W": "matrix"}
+PROBLEM_RENAME = {"seed": "problem_seed"}
+
+
+def topology_params(name: str) -> dict:
+    """Flat names of the parameters of topology family ``name`` -> default (``empty`` if
+    required)."""
+    return {TOPO_RENAME.get(k, k): v for k, v in family_params(name).items()}
+
+
+def problem_flat_params(name: str) -> dict:
+    """Flat names of the scalar parameters of problem ``name`` -> default (arrays excluded)."""
+    return {PROBLEM_RENAME.get(k, k): v for k, v in problem_params(name).items()
+            if isinstance(v, (int, float, str, bool))}
+
+
+def any_problem_params() -> set[str]:
+    """Flat names that some problem takes."""
+    return {k for name in PROBLEMS for k in problem_flat_params(name)}
+
+
+def not_applicable(key: str, topo_name: str | None, prob_name: str | None) -> FastGTError:
+    """The error for a flat parameter that neither the topology nor the problem takes."""
+    if key in any_problem_params() and prob_name is not None:
+        allowed = ", ".join(problem_flat_params(prob_name)) or "no parameters"
+        return FastGTError(f"{key} does not apply to problem {prob_name!r}: allowed {allowed}")
+    if topo_name is None:
+        return FastGTError(f"{key} does not apply to a built MixingMatrix: pass the family's "
+                           f"name and its parameters instead (e.g. topology='ring', n=30)")
+    allowed = ", ".join(topology_params(topo_name))
+    return FastGTError(f"{key} does not apply to topology {topo_name!r}: allowed {allowed}")
+
+
+def split(topo_name: str | None, prob_name: str | None, params: dict) -> tuple[dict, dict]:
+    """(topology kwargs, problem kwargs) under their Python names; topo_name None: the
+    topology is built already and takes none; prob_name None: no problem parameters."""
+    topo = {} if topo_name is None else topology_params(topo_name)
+    prob = {} if prob_name is None else problem_flat_params(prob_name)
+    to_topo = {v: k for k, v in TOPO_RENAME.items()}
+    to_prob = {v: k for k, v in PROBLEM_RENAME.items()}
+    tkw, pkw = {}, {}
+    for key, val in params.items():
+        if key in topo:
+            tkw[to_topo.get(key, key)] = val
+        elif key in prob:
+            pkw[to_prob.get(key, key)] = val
+        else:
+            raise not_applicable(key, topo_name, prob_name)
+    return tkw, pkw
+
+
+def build(topo, prob, params: dict, memo: dict | None = None) -> tuple[MixingMatrix, ProblemSpec]:
+    """The mixing matrix and problem spec of flat ``params``.
+
+    topo: a family name or a built MixingMatrix (which takes no parameters); prob: a problem
+    name or spec (a spec takes no parameters). memo: built matrices by family and
+    parameters (cells of a sweep often share one, and with it its spectrum)."""
+    topo_name = topo if isinstance(topo, str) else None
+    spec = problem(prob) if not isinstance(prob, str) else None  # a spec, or the standard error
+    tkw, pkw = split(topo_name, prob if spec is None else spec.name, params)
+    if pkw and spec is not None:
+        key = next(iter(pkw))
+        raise FastGTError(f"{PROBLEM_RENAME.get(key, key)} does not apply to a built problem "
+                          "spec: pass the problem's name and its parameters instead")
+    if topo_name is None:
+        W = topo
+    elif memo is None:
+        W = topology(topo_name, **tkw)
+    else:
+        key = (topo_name, tuple(sorted(tkw.items())))
+        if key not in memo:
+            memo[key] = topology(topo_name, **tkw)
+        W = memo[key]
+    return W, spec if spec is not None else problem(prob, **pkw)
+
+
+def flat_topology(name: str, params: dict) -> MixingMatrix:
+    """The mixing matrix of family ``name`` from flat parameters (graph_seed=, matrix=)."""
+    return topology(name, **split(name, None, params)[0])

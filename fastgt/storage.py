@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import posixpath
 import secrets
 import socket
 import time
@@ -52,6 +53,10 @@ CELL_SCHEMA = pa.schema(
 #: declared columns of DIR/traces/*.parquet
 TRACE_SCHEMA = pa.schema([pa.field("id", pa.string()), *_PARAM_FIELDS,
                           pa.field("step", pa.int64()), *[pa.field(m, _F64) for m in METRICS]])
+#: integer columns read back as pandas' nullable Int64: a parameter that only some cells
+#: have (rows, graph_seed, ...) would otherwise come back as float64, and seeds beyond 2^53
+#: would lose digits on the way
+_NULLABLE = {pa.int64(): pd.Int64Dtype()}
 META_KEY = "fastgt"
 SUBDIRS = ("cells", "traces", "claims")
 
@@ -161,7 +166,7 @@ class Store:
         files = sorted(n for n in self._ls(sub) if _visible(n))
         declared = CELL_SCHEMA if sub == "cells" else TRACE_SCHEMA
         if not files:
-            return declared.empty_table().to_pandas()
+            return declared.empty_table().to_pandas(types_mapper=_NULLABLE.get)
         frags = pads.dataset(files, filesystem=self.fs, format="parquet").get_fragments()
         schema = pa.unify_schemas([declared] + [f.physical_schema for f in frags],
                                   promote_options="permissive")
@@ -171,7 +176,7 @@ class Store:
                               f"{', '.join(schema.names)}")
         table = pads.dataset(files, schema=schema.remove_metadata(), filesystem=self.fs,
                              format="parquet").to_table(columns=columns)
-        return table.to_pandas()
+        return table.to_pandas(types_mapper=_NULLABLE.get)
 
     # ---------------------------------------------------------------- claims
 
@@ -296,9 +301,34 @@ def exists(out) -> bool:
     return fs.exists(root)
 
 
+def open_sweep(out, param: str = "DIR") -> Store:
+    """The Store of an existing sweep directory (one with cells/), or a one-line FastGTError
+    saying what ``out`` is instead: missing, a file, or a directory that is no sweep (listing
+    the sweep directories directly under it, if any)."""
+    fs, root = _filesystem(out)
+    shown = f"{param}={str(out)!r}"
+    if fs.isdir(f"{root}/cells"):
+        return Store(out, create=False)
+    if not fs.exists(root):
+        raise FastGTError(f"{shown} does not exist: allowed a sweep directory (made by fastgt grid)")
+    if not fs.isdir(root):
+        folder = posixpath.dirname(root)
+        hint = (f" (it is a result file of the sweep {posixpath.dirname(folder)!r})"
+                if posixpath.basename(folder) in ("cells", "traces") else "")
+        raise FastGTError(f"{shown} is a file, not a sweep directory{hint}: allowed a "
+                          "directory made by fastgt grid")
+    subs = sorted(p.rstrip("/") for p in fs.ls(root, detail=False) if fs.isdir(f"{p}/cells"))
+    if subs:
+        names = ", ".join(p.rsplit("/", 1)[-1] for p in subs)
+        raise FastGTError(f"{shown} is not a sweep directory but holds {len(subs)} sweeps: "
+                          f"{names} (give one of them, e.g. {str(out).rstrip('/')}/"
+                          f"{subs[0].rsplit('/', 1)[-1]})")
+    raise FastGTError(f"{shown} is a directory without cells/, not a sweep directory: allowed "
+                      "a directory made by fastgt grid")
+
+
 def load(out, traces: bool = True) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """(cells, traces) DataFrames of a sweep directory or URI (traces None if not wanted)."""
-    if not exists(out):
-        raise FastGTError(f"out={str(out)!r} is invalid: allowed an existing sweep directory or URI")
-    store = Store(out, create=False)
+    """(cells, traces) DataFrames of a sweep directory or URI (traces None if not wanted).
+    Integer columns are pandas' nullable Int64 (a parameter some cells lack is <NA>)."""
+    store = open_sweep(out, "out")
     return store.read("cells"), (store.read("traces") if traces else None)

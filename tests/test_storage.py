@@ -162,3 +162,20 @@ def test_stale_temporaries_are_removed(tmp_path):
     assert store.claim("bbbb")
     assert store.remove_stale_temporaries() == 1
     assert not orphan.exists() and busy.exists()
+
+
+def test_integer_parameters_read_back_as_integers(tmp_path):
+    """Cells of different families in one sweep: a torus has rows and cols, a ring has not;
+    the columns stay integers (nullable Int64), and a seed beyond 2^53 keeps its digits."""
+    store = Store(str(tmp_path))
+    big = 2**62 + 1
+    for params in ({"topology": "torus", "rows": 3, "cols": 4},
+                   {"topology": "erdos_renyi", "n": 10, "prob": 0.5, "graph_seed": big}):
+        cell = make_cell(params)
+        store.write(cell.id, cell.params, {"status": "ok"}, None, {})
+    cells, _ = load(str(tmp_path), traces=False)
+    cells = cells.set_index("topology")
+    for col in ("rows", "cols", "graph_seed", "n", "steps", "seed"):
+        assert str(cells[col].dtype) == "Int64", col
+    assert cells.loc["torus", "rows"] == 3 and pd.isna(cells.loc["erdos_renyi", "rows"])
+    assert int(cells.loc["erdos_renyi", "graph_seed"]) == big

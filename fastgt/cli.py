@@ -9,39 +9,49 @@ import click
 
 from .cli_common import (
     ALGORITHM_CHOICE,
+    EXIT_CODES,
     NOISE_CHOICE,
     PROBLEM_CHOICE,
+    TOPOLOGY_CHOICE,
+    ResultError,
     json_line,
     topo_options,
     topo_params,
     user_errors,
 )
-from .errors import FastGTError
+from .errors import FastGTError, WriteFailed
+from .grid import RUN_DEFAULTS
+from .outputs import check_dir, check_file, write_file
+from .runner import METRICS
 from .topology.spectrum import METHODS
 from .topology.table3 import TABLE3_NS
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
+             epilog=EXIT_CODES)
 @click.version_option(package_name="fastgt")
 def main():
     """fastgt: fast simulation of Gradient Tracking and D-SGD over sparse graphs."""
 
 
-@main.command()
-@click.argument("name")
+@main.command(help=f"""Spectrum of topology NAME: lambda2, lambda_n, delta, p, c.
+
+NAME is one of {", ".join(TOPOLOGY_CHOICE.choices)}.
+
+Example: fastgt topo ring --n 300 --self-weight 0.2
+""")
+@click.argument("name", type=TOPOLOGY_CHOICE, metavar="NAME")
 @topo_options
 @click.option("--vectors", is_flag=True, help="also print the eigenvectors u (lambda2), v (lambda_n)")
-@click.option("--method", type=click.Choice(METHODS), default="auto")
+@click.option("--method", type=click.Choice(METHODS), default="auto",
+              help="closed: closed forms (circulants, hypercube); dense: eigh; sparse: Lanczos; "
+                   "auto: the first that applies")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @user_errors
 def topo(name, vectors, method, as_json, **kw):
-    """Spectrum of a topology: lambda2, lambda_n, delta, p, c.
+    from .flat import flat_topology
 
-    Example: fastgt topo ring --n 300 --self-weight 0.2
-    """
-    from .topology import topology
-
-    W = topology(name, **topo_params(kw))
+    W = flat_topology(name, topo_params(kw))
     sp = W.spectrum(vectors=vectors, method=method)
     out = {"topology": W.name, **W.params, "n": W.n, "nnz": W.nnz, "mean_weight": W.mean_weight,
            **sp.as_dict()}
@@ -59,35 +69,47 @@ def topo(name, vectors, method, as_json, **kw):
 
 
 @main.command("run")
-@click.option("--algorithm", type=ALGORITHM_CHOICE, default="gt")
-@click.option("--topology", "topo_name", default="ring", help="topology family (see fastgt topo)")
+@click.option("--algorithm", type=ALGORITHM_CHOICE, default=RUN_DEFAULTS["algorithm"],
+              help="gt: Gradient Tracking; dsgd: decentralized SGD")
+@click.option("--topology", "topo_name", type=TOPOLOGY_CHOICE, default="ring",
+              help="topology family, its parameters below (see fastgt topo)")
 @topo_options
-@click.option("--problem", default="quadratic",
-              type=PROBLEM_CHOICE)
-@click.option("--zeta", type=float, default=None, help="heterogeneity of drawn consensus/hetero problems")
-@click.option("--noise", type=NOISE_CHOICE, default="gaussian")
-@click.option("--sigma2", type=float, default=1.0, help="noise variance: (1/n) sum E||noise_i||^2")
-@click.option("--d", type=int, default=100, help="dimension")
-@click.option("--stepsize", type=float, default=0.01)
-@click.option("--steps", type=int, default=20000)
-@click.option("--record-every", type=int, default=100)
-@click.option("--seed", type=int, default=0)
+@click.option("--problem", type=PROBLEM_CHOICE, default=RUN_DEFAULTS["problem"],
+              help="quadratic: Setup A/B (f_i = ||x||^2); consensus: f_i = 1/2 ||x - mu_i||^2; "
+                   "hetero_quadratic: diagonal quadratics drawn per node")
+@click.option("--zeta", type=float, default=None,
+              help="heterogeneity of the drawn consensus / hetero_quadratic problems")
+@click.option("--noise", type=NOISE_CHOICE, default=RUN_DEFAULTS["noise"],
+              help="gaussian: Setup A; structured: Setup B; none: exact gradients")
+@click.option("--sigma2", type=float, default=RUN_DEFAULTS["sigma2"],
+              help="noise variance: (1/n) sum E||noise_i||^2")
+@click.option("--d", type=int, default=RUN_DEFAULTS["d"], help="dimension")
+@click.option("--stepsize", type=float, default=RUN_DEFAULTS["stepsize"],
+              help="stepsize gamma (fastgt theory gives the largest stable one)")
+@click.option("--steps", type=int, default=RUN_DEFAULTS["steps"], help="number of steps (>= 1)")
+@click.option("--record-every", type=int, default=RUN_DEFAULTS["record_every"],
+              help="steps between two records of the metrics")
+@click.option("--seed", type=int, default=RUN_DEFAULTS["seed"],
+              help="seed of the noise and of the initial point")
 @click.option("--threads", type=int, default=None,
               help="numba threads (default: all; 1 for runs below 1e5 node-dimensions)")
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="write the trace (Parquet)")
+@click.option("--out", "-o", default=None,
+              help="write the trace to this Parquet FILE (its directory must exist)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @user_errors
 def run_cmd(algorithm, topo_name, problem, zeta, noise, sigma2, d, stepsize, steps, record_every,
             seed, threads, out, quiet, **kw):
-    """Simulate one run and print its summary.
+    """Simulate one run and print its summary (exit code 3 if it diverged).
 
     Example: fastgt run --algorithm gt --topology ring --n 300 --steps 20000 --out trace.parquet
     """
-    from . import problem as make_problem
-    from . import run, topology
+    from . import run
+    from .flat import build
 
-    W = topology(topo_name, **topo_params(kw))
-    prob = make_problem(problem, **({"zeta": zeta} if zeta is not None else {}))
+    if out:
+        check_file("--out", out)
+    params = topo_params(kw) | ({"zeta": zeta} if zeta is not None else {})
+    W, prob = build(topo_name, problem, params)
     bar = progress = None
     if not quiet:
         from tqdm import tqdm
@@ -102,12 +124,58 @@ def run_cmd(algorithm, topo_name, problem, zeta, noise, sigma2, d, stepsize, ste
               threads=threads, progress=progress)
     if bar is not None:
         bar.close()
+    _print_summary(res.summary)
     if out:
-        res.trace.to_parquet(out, index=False)
-    for k, v in res.summary.items():
-        click.echo(f"{k:>18}  {v:.6g}" if isinstance(v, float) else f"{k:>18}  {v}")
-    if out:
+        _write_trace(res, out)
         click.echo(f"trace written to {out}")
+    s = res.summary
+    if s["status"] == "diverged":
+        raise ResultError(f"the run diverged at step {s['diverged_step']}: "
+                          f"{s['diverged_reason']}{_stable_hint(W, algorithm, prob)}")
+
+
+def _print_summary(summary: dict) -> None:
+    """Every entry but the empty ones; a diverged run's plateaus are missing, said so."""
+    for k, v in summary.items():
+        if v is None:
+            continue
+        if k in METRICS and summary["status"] == "diverged":
+            v = "missing (the run diverged)"
+        click.echo(f"{k:>18}  {v:.6g}" if isinstance(v, float) else f"{k:>18}  {v}")
+
+
+def _write_trace(res, out: str) -> None:
+    """Write the trace; if that fails, save it to a temporary file and say where."""
+    import os
+    import tempfile
+
+    from .errors import WriteFailed
+
+    def write(name):
+        res.trace.to_parquet(name, index=False)
+
+    try:
+        write_file("--out", out, write)
+    except WriteFailed as err:
+        fd, spare = tempfile.mkstemp(prefix="fastgt-trace-", suffix=".parquet")
+        os.close(fd)
+        try:
+            write(spare)
+        except OSError as again:
+            os.remove(spare)
+            raise WriteFailed(f"{err}; saving it to {spare!r} failed too ({again.strerror}): "
+                              "the trace is lost, the summary above is all there is") from None
+        raise WriteFailed(f"{err}; the trace was saved to {spare!r} instead") from None
+
+
+def _stable_hint(W, algorithm: str, prob) -> str:
+    """'; the largest stable stepsize is ...' where the exact theory knows it."""
+    from . import theory
+
+    try:
+        return f"; the largest stable stepsize is {theory.max_stepsize(W, algorithm, prob):.6g}"
+    except FastGTError:  # the theory does not cover the problem
+        return "; try a smaller --stepsize"
 
 
 @main.command("table3")
@@ -131,21 +199,28 @@ def table3_cmd(ns, as_json):
 
 
 @main.command("report")
-@click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@click.option("--out", default=None, help="where figures and slopes.md go [default: DIRECTORY]")
+@click.argument("directory", metavar="DIR")
+@click.option("--out", "-o", default=None,
+              help="directory for the figures and slopes.md (created if missing) [default: DIR]")
 @click.option("--metric", default="consensus",
-              type=click.Choice(["consensus", "loss_nodes", "loss_avg", "tracking"]))
+              type=click.Choice(["consensus", "loss_nodes", "loss_avg", "tracking"]),
+              help="the metric whose plateaus are plotted and fitted")
 @user_errors
 def report_cmd(directory, out, metric):
-    """The paper's figures and slope table from sweeps under DIRECTORY.
+    """The paper's figures and slope table from the sweep DIR, or every sweep under DIR.
 
     Example: scripts/reproduce_paper.sh --quick --out results/quick (runs the sweeps and this)
     """
     from .report import report
 
-    _, files = report(directory, out, metric)
-    click.echo((Path(out or directory) / "slopes.md").read_text())
-    click.echo(f"wrote {len(files)} files to {out or directory}")
+    target = out or directory
+    check_dir("--out", target)
+    try:
+        _, files = report(directory, out, metric)
+    except OSError as err:
+        raise WriteFailed(f"--out {target!r} could not be written: {err.strerror or err}") from None
+    click.echo((Path(target) / "slopes.md").read_text())
+    click.echo(f"wrote {len(files)} files to {target}")
 
 
 @main.command()

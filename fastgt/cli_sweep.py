@@ -9,13 +9,17 @@ import threading
 
 import click
 
-from .cli_common import user_errors
-from .executors import EXECUTORS, MAX_BATCH
+from .cli_common import FIGURE_FORMATS, ResultError, user_errors
+from .errors import FastGTError, WriteFailed
+from .executors import DASK_HINT, EXECUTORS, MAX_BATCH
+from .outputs import check_dir, check_file, write_file
 
 
 @click.command("grid")
 @click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--out", required=True, help="output directory: a path or a URI (s3://..., memory://...)")
+@click.option("--out", "-o", required=True,
+              help="sweep directory (created with its parents if missing), or a URI "
+                   "(s3://..., memory://...)")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="fix a parameter in every cell (overrides the file), e.g. --set stepsize=0.005")
 @click.option("--param", "params", multiple=True, metavar="KEY=V1,V2",
@@ -23,7 +27,9 @@ from .executors import EXECUTORS, MAX_BATCH
 @click.option("--workers", type=int, default=None,
               help="worker processes (default: the cores this process may use)")
 @click.option("--threads-per-worker", type=int, default=1, help="numba threads in each worker")
-@click.option("--executor", type=click.Choice(EXECUTORS), default="local")
+@click.option("--executor", type=click.Choice(EXECUTORS), default="local",
+              help="local: worker processes on this machine; dask: a Dask cluster "
+                   f"(see --scheduler; {DASK_HINT})")
 @click.option("--scheduler", default=None,
               help="dask: 'local' (a LocalCluster on 127.0.0.1) or tcp://HOST:PORT  [default: local]")
 @click.option("--max-batch", type=int, default=MAX_BATCH,
@@ -36,11 +42,12 @@ from .executors import EXECUTORS, MAX_BATCH
 @user_errors
 def grid(spec, out, sets, params, workers, threads_per_worker, executor, scheduler, max_batch,
          force, retry_failed, dry_run, quiet):
-    """Run every cell of the grid SPEC (TOML) and store one Parquet file per cell in --out.
+    """Run every cell of the grid SPEC (TOML) and store the results in the directory --out.
 
     Finished cells are skipped on a rerun; failed or diverged cells are recorded and the
-    sweep goes on. Exit code: 0 if no cell failed, 1 if some did, 2 for a bad spec, 130 on
-    Ctrl-C and 143 on SIGTERM (both stop the workers and keep every finished cell).
+    sweep goes on. Exit code: 0 if every cell is ok, 3 if some failed or diverged (after
+    the others finished), 2 for a bad spec or --out, 1 if results could not be written,
+    130 on Ctrl-C and 143 on SIGTERM (both stop the workers and keep every finished cell).
 
     Example: fastgt grid scripts/demo.toml --out results/demo --workers 2
     """
@@ -52,6 +59,7 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     if dry_run:
         _dry_run(cells, out)
         return
+    check_dir("--out", out)
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
     try:
@@ -62,13 +70,17 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     except KeyboardInterrupt as stop:
         click.echo("interrupted: finished cells are kept; rerun the command to complete", err=True)
         sys.exit(143 if isinstance(stop, Terminated) else 130)
+    except OSError as err:
+        raise WriteFailed(f"--out {out!r} could not be written: {err.strerror or err}; the "
+                          "cells finished before are kept, rerun the command to complete") from None
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
     click.echo(report.line())
-    if report.failed:
-        click.echo(f"{report.failed} cells failed: see `fastgt status {out} --failed`", err=True)
-        sys.exit(1)
+    bad = report.failed + report.status["diverged"]
+    if bad:
+        raise ResultError(f"{report.failed} cells failed and {report.status['diverged']} "
+                          f"diverged: see `fastgt status {out} --failed`")
 
 
 class Terminated(KeyboardInterrupt):
@@ -90,21 +102,19 @@ def _dry_run(cells, out) -> None:
 
 
 @click.command("status")
-@click.argument("out")
-@click.option("--failed", "show_failed", is_flag=True, help="also list failed cells and errors")
+@click.argument("directory", metavar="DIR")
+@click.option("--failed", "show_failed", is_flag=True,
+              help="also list failed and diverged cells with their errors")
 @user_errors
-def status(out, show_failed):
-    """Counts of done / failed / running / missing cells of a sweep directory.
+def status(directory, show_failed):
+    """Counts of done / failed / running / missing cells of the sweep DIR.
 
     Missing cells are those of DIR/grid.toml (the spec last run there) without a result.
     """
-    from .errors import FastGTError
     from .grid import parse_spec
-    from .storage import Store, exists
+    from .storage import open_sweep
 
-    if not exists(out):
-        raise FastGTError(f"out={out!r} is invalid: allowed an existing sweep directory")
-    store = Store(out, create=False)
+    store = open_sweep(directory)
     cells = store.read("cells", columns=["id", "status", "error"])
     counts = cells.status.value_counts()
     claims = store.claims()
@@ -114,7 +124,7 @@ def status(out, show_failed):
     lines = [f"done      {ok + div} (ok {ok}, diverged {div})", f"failed    {failed}",
              f"running   {len(live)}"]
     if text is not None:
-        ids = {c.id for c in parse_spec(text, f"{out}/grid.toml").cells()}
+        ids = {c.id for c in parse_spec(text, f"{directory}/grid.toml").cells()}
         have = set(cells.id)
         lines.append(f"missing   {len(ids - have - live)} (of {len(ids)} cells in grid.toml)")
         if have - ids:
@@ -123,12 +133,12 @@ def status(out, show_failed):
         lines.append(f"stale     {len(claims) - len(live)} claims of dead sweeps (retaken on rerun)")
     click.echo("\n".join(lines))
     if show_failed:
-        for row in cells[cells.status == "failed"].itertuples():
-            click.echo(f"{row.id}  {row.error}")
+        for row in cells[cells.status.isin(["failed", "diverged"])].itertuples():
+            click.echo(f"{row.id}  {row.status}  {row.error}")
 
 
 @click.command("plot")
-@click.argument("out")
+@click.argument("directory", metavar="DIR")
 @click.option("--x", "x", default=None, help="parameter on the x axis (summary plots)")
 @click.option("--y", "y", default="loss_nodes", help="metric on the y axis")
 @click.option("--hue", default=None, help="parameter giving the colour")
@@ -136,34 +146,36 @@ def status(out, show_failed):
 @click.option("--curves", is_flag=True, help="plot traces (metric vs step) instead of summaries")
 @click.option("--logx/--linx", default=None, help="log x axis [default: log if x > 0 spans 10x]")
 @click.option("--logy/--liny", default=True, help="log y axis")
-@click.option("--output", "-o", default="plot.png", help="figure file (.png, .pdf, .svg)")
+@click.option("--out", "-o", default="plot.png",
+              help="figure FILE, its format by suffix (" + ", ".join(f".{f}" for f in FIGURE_FORMATS)
+                   + "); its directory must exist")
 @user_errors
-def plot(out, x, y, hue, where, curves, logx, logy, output):
-    """Figure of a sweep: mean over seeds (with 95% CI) of --y against --x, one line per
-    --hue value; or, with --curves, every trace of --y against the step.
+def plot(directory, x, y, hue, where, curves, logx, logy, out):
+    """Figure of the sweep DIR: mean over seeds (with 95% CI) of --y against --x, one line
+    per --hue value; or, with --curves, every trace of --y against the step.
 
     Example: fastgt plot results/demo --x alpha --y loss_nodes --hue algorithm -o fig1.png
     """
     from . import plots
-    from .errors import FastGTError
-    from .storage import Store
+    from .storage import open_sweep
 
-    store = Store(out, create=False)
+    check_file("--out", out, FIGURE_FORMATS)
+    if not curves and x is None:
+        raise FastGTError("x=None is invalid: allowed a parameter name (or use --curves)")
+    store = open_sweep(directory)
     if curves:
         fig = plots.curves(_filter(store.read("traces"), where), y=y, hue=hue,
                            logx=bool(logx), logy=logy)
     else:
-        if x is None:
-            raise FastGTError("x=None is invalid: allowed a parameter name (or use --curves)")
         fig = plots.summary(_filter(store.read("cells"), where), x=x, y=y, hue=hue,
                             logx=logx, logy=logy)
-    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-    fig.savefig(output, bbox_inches="tight")
-    click.echo(f"figure written to {output}")
+    fmt = os.path.splitext(out)[1].lower().lstrip(".")
+    write_file("--out", out, lambda name: fig.savefig(name, format=fmt, bbox_inches="tight"))
+    click.echo(f"figure written to {out}")
 
 
 def _filter(df, where):
-    from .errors import FastGTError, bad
+    from .errors import bad
     from .grid import literal
 
     for cond in where:

@@ -7,6 +7,8 @@ import click
 from .cli_common import (
     ALGORITHM_CHOICE,
     NOISE_CHOICE,
+    TOPOLOGY_CHOICE,
+    ResultError,
     json_line,
     topo_options,
     topo_params,
@@ -15,44 +17,54 @@ from .cli_common import (
 
 
 @click.command("theory")
-@click.option("--algorithm", type=ALGORITHM_CHOICE, default="gt")
-@click.option("--topology", "topo_name", default="ring", help="topology family (see fastgt topo)")
+@click.option("--algorithm", type=ALGORITHM_CHOICE, default="gt",
+              help="gt: Gradient Tracking; dsgd: decentralized SGD")
+@click.option("--topology", "topo_name", type=TOPOLOGY_CHOICE, default="ring",
+              help="topology family, its parameters below (see fastgt topo)")
 @topo_options
 @click.option("--problem", type=click.Choice(["quadratic", "consensus"]), default="quadratic",
               help="quadratic: Setup A/B (f_i = ||x||^2); consensus: f_i = 1/2 ||x - mu_i||^2")
 @click.option("--noise", type=NOISE_CHOICE, default="gaussian",
-              help="gaussian: Setup A; structured: Setup B")
+              help="gaussian: Setup A; structured: Setup B; none: exact gradients")
 @click.option("--sigma2", type=float, default=1.0, help="noise variance: (1/n) sum E||noise_i||^2")
 @click.option("--d", type=int, default=100, help="dimension (matters for structured noise)")
-@click.option("--stepsize", type=float, default=0.01)
+@click.option("--stepsize", type=float, default=0.01, help="stepsize gamma")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @user_errors
 def theory_cmd(algorithm, topo_name, problem, noise, sigma2, d, stepsize, as_json, **kw):
     """Exact stationary metrics (t -> infinity), linear rate and largest stable stepsize.
 
-    Quadratic problems only: no simulation, O(n) once the eigenvalues are known.
+    Quadratic problems only: no simulation, O(n) once the eigenvalues are known. Exit code 3
+    when the stepsize is unstable (at or above max_stepsize: the iterates diverge).
     Example: fastgt theory --topology ring --n 300 --self-weight 0.1 --stepsize 0.01
     """
     from . import theory
-    from .topology import topology
+    from .errors import check_float
+    from .flat import flat_topology
 
-    W = topology(topo_name, **topo_params(kw))
+    W = flat_topology(topo_name, topo_params(kw))
+    stepsize = check_float("stepsize", stepsize, 0.0, lo_open=True)
     sp = W.spectrum()
+    top = theory.max_stepsize(W, algorithm, problem)
+    stable = stepsize < top
     out = {"algorithm": algorithm, "topology": W.name, **W.params, "n": W.n,
            "problem": problem, "noise": noise, "sigma2": sigma2, "d": d, "stepsize": stepsize,
            "lambda2": sp.lambda2, "lambda_n": sp.lambda_n, "p": sp.p, "c": sp.c,
-           "rate": theory.rate(W, algorithm, stepsize, problem),
-           "max_stepsize": theory.max_stepsize(W, algorithm, problem)}
-    reason = theory.unsupported(algorithm, problem)
-    if reason:
-        out["stationary"] = f"not covered: {reason}"
-    else:
-        out.update(theory.stationary(W, algorithm, stepsize, sigma2, problem, noise, d))
+           "max_stepsize": top, "stable": stable}
+    if stable:
+        out["rate"] = theory.rate(W, algorithm, stepsize, problem)
+        reason = theory.unsupported(algorithm, problem)
+        if reason:
+            out["stationary"] = f"not covered: {reason}"
+        else:
+            out.update(theory.stationary(W, algorithm, stepsize, sigma2, problem, noise, d))
     if as_json:
         click.echo(json_line(out))
-        return
-    for k, v in out.items():
-        click.echo(f"{k:>14}  {v:.12g}" if isinstance(v, float) else f"{k:>14}  {v}")
+    else:
+        for k, v in out.items():
+            click.echo(f"{k:>14}  {v:.12g}" if isinstance(v, float) else f"{k:>14}  {v}")
+    if not stable:
+        raise ResultError(theory.unstable_message(W, algorithm, stepsize, problem))
 
 
 COMMANDS = [theory_cmd]

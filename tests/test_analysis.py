@@ -96,7 +96,7 @@ def results(tmp_path):
     (["--curves", "--hue", "algorithm"], "svg", b"<?xml"),
 ])
 def test_plot_command_writes_figures(results, tmp_path, args, suffix, magic):
-    out = tmp_path / "figs" / f"fig.{suffix}"
+    out = tmp_path / f"fig.{suffix}"
     res = CliRunner().invoke(plot_cmd, [str(results), *args, "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert out.read_bytes().startswith(magic) and out.stat().st_size > 1000

@@ -76,7 +76,7 @@ def test_failed_and_diverged_cells_are_recorded_and_resumed(tmp_path):
     out = tmp_path / "out"
     args = [str(spec), "--out", str(out), "--quiet"]
     res = CliRunner().invoke(grid_cmd, [*args, "--workers", "2"])
-    assert res.exit_code == 1, res.output
+    assert res.exit_code == 3, res.output  # some cells failed or diverged
     assert _summary(res.output) == {"cells": 4, "ok": 2, "diverged": 1, "failed": 1,
                                     "skipped": 0, "busy": 0}
     cells, _ = load(out)
@@ -92,11 +92,11 @@ def test_failed_and_diverged_cells_are_recorded_and_resumed(tmp_path):
     res = CliRunner().invoke(grid_cmd, [*args, "--workers", "1"])  # nothing left to do
     assert res.exit_code == 0 and _summary(res.output)["skipped"] == 4
     res = CliRunner().invoke(grid_cmd, [*args, "--workers", "1", "--retry-failed"])
-    assert res.exit_code == 1 and _summary(res.output)["failed"] == 1, res.output
+    assert res.exit_code == 3 and _summary(res.output)["failed"] == 1, res.output
     assert _summary(res.output)["skipped"] == 3
     before = {i: os.stat(out / "cells" / f"{i}.parquet").st_mtime_ns for i in cells.id}
     res = CliRunner().invoke(grid_cmd, [*args, "--workers", "1", "--force"])
-    assert _summary(res.output)["ok"] == 2 and res.exit_code == 1
+    assert _summary(res.output)["ok"] == 2 and res.exit_code == 3
     after = {i: os.stat(out / "cells" / f"{i}.parquet").st_mtime_ns for i in cells.id}
     assert all(after[i] > before[i] for i in before)
 

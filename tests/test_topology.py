@@ -481,10 +481,10 @@ def test_cli_vectors_json():
 @pytest.mark.parametrize("args,match", [
     (["ring"], "needs n"),
     (["ring", "--n", "1"], "n=1 is invalid"),
-    (["hexagon", "--n", "6"], "topology='hexagon' is invalid"),
+    (["hexagon", "--n", "6"], "'hexagon' is not one of 'ring', 'interp_ring'"),
     (["hypercube", "--n", "12"], "power of 2"),
     (["torus", "--n", "10"], "perfect square"),
-    (["ring", "--n", "5", "--prob", "0.3"], "prob=0.3 is invalid"),
+    (["ring", "--n", "5", "--prob", "0.3"], "prob does not apply to topology 'ring'"),
     (["ring", "--n", "4", "--self-weight", "0"], "eigenvalue -1"),
     (["erdos_renyi", "--n", "50", "--prob", "0.001"], "disconnected"),
     (["star", "--n", "5", "--method", "closed"], "method='closed'"),

@@ -1,0 +1,365 @@
+"""The command line as a new user meets it: outputs checked before any work, one-line errors
+with the documented exit codes, every option described, files as topologies.
+
+In-process (click's CliRunner) unless the point is the process itself."""
+
+import inspect
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import fastgt
+from fastgt.cli import main
+from fastgt.storage import Store
+
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
+
+TINY = ["--n", "8", "--d", "3", "--steps", "20", "--record-every", "5", "--quiet"]
+SPEC = '[run]\ntopology = "ring"\nn = 8\nd = 3\nsteps = 20\nrecord_every = 5\n'
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def one_error(res, code: int, *fragments: str) -> str:
+    """The result has exit code ``code`` and exactly one error line, holding ``fragments``."""
+    assert res.exit_code == code, res.output
+    assert "Traceback" not in res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, res.output
+    for f in fragments:
+        assert f in errors[0], errors[0]
+    return errors[0]
+
+
+@pytest.fixture
+def no_simulation(monkeypatch):
+    """Any simulation started fails the test: errors must come before the work."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a simulation started")
+
+    monkeypatch.setattr("fastgt.runner.run_batch", refuse)
+    monkeypatch.setattr("fastgt.executors.run_sweep", refuse)
+    monkeypatch.setattr("fastgt.report.report", refuse)
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """A finished sweep directory of 2 cells (written directly, no worker processes)."""
+    from fastgt.grid import parse_spec
+
+    out = tmp_path / "sweeps" / "one"
+    store = Store(str(out))
+    for cell in parse_spec(SPEC + "[[grid]]\nseed = [0, 1]\n").cells():
+        steps = np.arange(0, 21, 5)
+        trace = pd.DataFrame({"step": steps, **{m: 1.0 + steps for m in fastgt.METRICS}})
+        store.write(cell.id, cell.params, {"status": "ok", **{m: 1.0 for m in fastgt.METRICS}},
+                    trace, {})
+    return out
+
+
+# ------------------------------------------------------------------ outputs before work
+
+def _through_a_file(tmp_path):
+    f = tmp_path / "plain.txt"
+    f.write_text("x")
+    return f
+
+
+@pytest.mark.parametrize("place,fragment", [
+    (lambda tmp: tmp / "missing" / "t.parquet", "does not exist"),
+    (lambda tmp: _through_a_file(tmp) / "t.parquet", "is not a directory"),
+    (lambda tmp: tmp, "is a directory"),
+    (lambda tmp: Path("/proc/t.parquet"), "cannot be written"),
+])
+def test_run_out_is_checked_before_simulating(tmp_path, no_simulation, place, fragment):
+    one_error(invoke("run", *TINY, "--out", place(tmp_path)), 2, "--out", fragment)
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["plot", "{sweep}", "--x", "seed", "--out", "{tmp}/missing/p.png"], "does not exist"),
+    (["plot", "{sweep}", "--x", "seed", "--out", "/proc/p.png"], "cannot be written"),
+    (["plot", "{sweep}", "--x", "seed", "-o", "{tmp}/p.gif"], "unknown format .gif: allowed .png"),
+    (["plot", "{sweep}", "--x", "seed", "-o", "{tmp}/p"], "unknown format (no suffix)"),
+    (["report", "{sweep}", "--out", "/proc/r"], "cannot be written"),
+    (["report", "{sweep}", "--out", "{file}/r"], "goes through the file"),
+    (["grid", "{spec}", "--out", "/proc/g"], "cannot be written"),
+    (["grid", "{spec}", "--out", "{file}/g"], "goes through the file"),
+    (["grid", "{spec}", "--out", "{file}"], "is a file: allowed a directory"),
+])
+def test_outputs_are_checked_before_any_work(tmp_path, sweep, no_simulation, args, fragment):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    names = {"sweep": sweep, "tmp": tmp_path, "spec": spec, "file": _through_a_file(tmp_path)}
+    res = invoke(*[a.format(**names) for a in args])
+    one_error(res, 2, "--out", fragment)
+    assert not list(tmp_path.glob("**/.fastgt-probe-*"))  # the probe leaves nothing behind
+
+
+def test_run_out_to_a_missing_directory_fails_fast_in_a_fresh_process(tmp_path):
+    """The real process, with an empty compile cache: exit 2 within 2 s, nothing compiled
+    (a simulation would first compile for 10-30 s and fill the cache)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    env = dict(os.environ, FASTGT_CACHE_DIR=str(cache))
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", "from fastgt.cli import main; main()", "run",
+                           "--out", str(tmp_path / "missing" / "t.parquet")],
+                          env=env, capture_output=True, text=True, timeout=60, check=False)
+    elapsed = time.perf_counter() - t
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "--out" in proc.stderr
+    assert "compiling" not in proc.stderr
+    assert not any(cache.rglob("*.nbi")) and not any(cache.rglob("fastgt-warm*"))
+    assert elapsed < 2.0, elapsed
+
+
+def test_a_full_disk_keeps_the_trace_and_says_where(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    res = invoke("run", *TINY, "--out", "/dev/full")
+    line = one_error(res, 1, "--out '/dev/full' could not be written", "No space left",
+                     "saved to")
+    spare = Path(re.search(r"saved to '([^']+)'", line).group(1))
+    try:
+        kept = pd.read_parquet(spare)
+    finally:
+        spare.unlink()
+    ref = fastgt.run(topology="ring", n=8, d=3, steps=20, record_every=5)
+    pd.testing.assert_frame_equal(kept, ref.trace)
+    assert "loss_nodes" in res.output  # the summary was printed before the write
+
+
+def test_run_out_replaces_a_file_atomically(tmp_path):
+    out = tmp_path / "t.parquet"
+    out.write_text("old")
+    res = invoke("run", *TINY, "--out", out)
+    assert res.exit_code == 0, res.output
+    assert len(pd.read_parquet(out)) == 5
+    assert [p.name for p in tmp_path.iterdir()] == ["t.parquet"]  # no temporary left
+
+
+def test_a_failed_write_of_a_sweep_is_one_line_exit_1(tmp_path, monkeypatch):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Store, "write", full)
+    res = invoke("grid", spec, "--out", tmp_path / "g", "--workers", "1", "--quiet")
+    one_error(res, 1, "could not be written", "No space left", "finished before are kept")
+
+
+# ------------------------------------------------------------------------- exit codes
+
+def test_exit_codes_are_documented():
+    text = invoke("--help").output
+    for code, meaning in (("0", "ok"), ("1", "could not be written"), ("2", "bad input"),
+                          ("3", "diverged")):
+        assert re.search(rf"\b{code}\b[^;]*{meaning}", " ".join(text.split())), text
+
+
+def test_a_diverged_run_exits_3_and_says_when_and_why():
+    res = invoke("run", *TINY[:4], "--steps", "500", "--stepsize", "10", "--quiet")
+    line = one_error(res, 3, "diverged at step", "loss_nodes",
+                     "largest stable stepsize is 1")
+    step = int(re.search(r"at step (\d+)", line).group(1))
+    table = dict(r.split(None, 1) for r in res.output.splitlines() if not r.startswith("Error"))
+    assert int(table["diverged_step"]) == step < 500
+    for m in fastgt.METRICS:  # plateaus are missing, not nan beside huge finals
+        assert table[m] == "missing (the run diverged)"
+
+
+def test_a_sweep_with_diverged_cells_exits_3_after_finishing(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC + "[[grid]]\nstepsize = [0.01, 10.0]\n")
+    res = invoke("grid", spec, "--out", tmp_path / "g", "--workers", "1", "--quiet")
+    one_error(res, 3, "0 cells failed and 1 diverged", "fastgt status")
+    cells, _ = fastgt.load(tmp_path / "g", traces=False)
+    assert sorted(cells["status"]) == ["diverged", "ok"]
+    assert cells.loc[cells.status == "diverged", "error"].str.contains("exceeds").all()
+    st = invoke("status", tmp_path / "g", "--failed")
+    assert st.exit_code == 0 and "diverged  loss_nodes" in st.output
+
+
+def test_steps_zero_is_refused_and_one_default_everywhere():
+    one_error(invoke("run", "--n", "8", "--steps", "0"), 2, "steps=0 is invalid", ">= 1")
+    from fastgt.cli import run_cmd
+    from fastgt.grid import RUN_DEFAULTS, make_cell
+
+    api = inspect.signature(fastgt.run).parameters
+    cli = {p.name: p.default for p in run_cmd.params}
+    grid = make_cell({"topology": "ring", "n": 8}).params
+    for key in ("steps", "stepsize", "record_every", "d", "sigma2", "seed", "noise", "problem",
+                "algorithm"):
+        assert cli[key] == api[key].default == grid[key] == RUN_DEFAULTS[key], key
+    with pytest.raises(fastgt.FastGTError, match="steps=0"):
+        make_cell({"topology": "ring", "n": 8, "steps": 0})
+
+
+@pytest.mark.parametrize("args,code,fragments", [
+    (["--stepsize", "2"], 3, ["stepsize=2 is unstable", "largest stable stepsize is 1"]),
+    (["--algorithm", "dsgd", "--stepsize", "1.5"], 3, ["largest stable stepsize is 1"]),
+    (["--stepsize", "0"], 2, ["stepsize=0.0 is invalid"]),
+])
+def test_theory_at_an_unstable_stepsize(args, code, fragments):
+    res = invoke("theory", "--n", "30", *args)
+    one_error(res, code, *fragments)
+    if code == 3:
+        assert not re.search(r"\binf\b", res.output)
+        assert not re.search(r"^\s*rate\s", res.output, re.MULTILINE)
+        assert re.search(r"max_stepsize\s+1\n", res.output)
+
+
+def test_theory_json_says_unstable():
+    import json
+
+    res = invoke("theory", "--n", "30", "--stepsize", "2", "--json")
+    assert res.exit_code == 3
+    out = json.loads(res.output.splitlines()[0])
+    assert out["stable"] is False and out["max_stepsize"] == 1.0 and "loss_nodes" not in out
+
+
+# ------------------------------------------------------------------- not a sweep directory
+
+@pytest.mark.parametrize("target,fragments", [
+    (lambda s: s.parent, ["not a sweep directory but holds 1 sweeps: one", "/one"]),
+    (lambda s: s / "cells", ["without cells/"]),
+    (lambda s: next((s / "cells").glob("*.parquet")), ["is a file", "result file of the sweep"]),
+    (lambda s: s / "nope", ["does not exist"]),
+])
+def test_load_status_plot_say_what_a_non_sweep_is(sweep, target, fragments):
+    path = target(sweep)
+    with pytest.raises(fastgt.FastGTError) as err:
+        fastgt.load(path)
+    assert all(f in str(err.value) for f in fragments) and str(err.value).startswith("out=")
+    one_error(invoke("status", path), 2, "DIR=", *fragments)
+    one_error(invoke("plot", path, "--x", "seed", "-o", sweep.parent / "p.png"), 2, "DIR=",
+              *fragments)
+
+
+def test_spec_errors_show_the_path_as_given(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "bad.toml").write_text(SPEC + "colour = 3\n")
+    one_error(invoke("grid", "specs/bad.toml", "--out", "g"), 2,
+              "specs/bad.toml line 7: unknown key 'colour'")
+
+
+# ----------------------------------------------------------------------- one name, help
+
+def _commands():
+    return sorted(main.commands.items())
+
+
+def test_every_option_has_help_and_closed_choices_list_their_values():
+    import click
+
+    for name, cmd in _commands():
+        for p in cmd.params:
+            if isinstance(p, click.Option) and p.name != "help":
+                assert p.help, f"fastgt {name} {p.opts[0]} has no help text"
+        text = invoke(name, "--help").output
+        for p in cmd.params:
+            if isinstance(p.type, click.Choice):
+                assert all(str(c) in text for c in p.type.choices), (name, p.name)
+    assert "interp_ring" in invoke("run", "--help").output  # --topology is a closed choice
+
+
+def test_one_name_for_the_output_and_the_sweep_directory():
+    for name, cmd in _commands():
+        outs = [p for p in cmd.params if "--out" in getattr(p, "opts", [])]
+        if name in ("run", "grid", "plot", "report"):
+            assert len(outs) == 1 and "-o" in outs[0].opts, name
+        assert not any("--output" in getattr(p, "opts", []) for p in cmd.params), name
+    for name in ("plot", "status", "report"):
+        args = [p for p in main.commands[name].params if p.param_type_name == "argument"]
+        assert [a.human_readable_name for a in args] == ["DIR"], name
+
+
+# ------------------------------------------------------------------ topologies from files
+
+RING5 = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]
+
+
+def _ring5_files(tmp_path):
+    import scipy.io
+    import scipy.sparse as sp
+
+    W = fastgt.topology("from_edges", edges=RING5).to_dense()
+    (tmp_path / "g.txt").write_text("# a ring\n" + "\n".join(f"{i} {j}" for i, j in RING5))
+    (tmp_path / "g.csv").write_text("source,target\n" + "\n".join(f"{i},{j}" for i, j in RING5))
+    np.save(tmp_path / "w.npy", W)
+    sp.save_npz(tmp_path / "w.npz", sp.csr_matrix(W))
+    scipy.io.mmwrite(tmp_path / "w.mtx", sp.coo_matrix(W))
+    return W
+
+
+@pytest.mark.parametrize("args", [
+    ["from_edges", "--edges", "{tmp}/g.txt"],
+    ["from_edges", "--edges", "{tmp}/g.csv"],
+    ["from_matrix", "--matrix", "{tmp}/w.npy"],
+    ["from_matrix", "--matrix", "{tmp}/w.npz"],
+    ["from_matrix", "--matrix", "{tmp}/w.mtx"],
+])
+def test_topologies_from_files(tmp_path, args):
+    import json
+
+    W = _ring5_files(tmp_path)
+    args = [a.format(tmp=tmp_path) for a in args]
+    res = invoke("topo", *args, "--json")
+    assert res.exit_code == 0, res.output
+    lam = np.sort(np.linalg.eigvalsh(W))
+    assert json.loads(res.output)["lambda2"] == pytest.approx(lam[-2], abs=1e-12)
+    run = invoke("run", "--topology", *args, "--d", "3", "--steps", "10", "--quiet")
+    assert run.exit_code == 0, run.output
+    key = "edges" if args[0] == "from_edges" else "matrix"
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'[run]\ntopology = "{args[0]}"\n{key} = "{args[2]}"\nd = 3\nsteps = 10\n')
+    grid = invoke("grid", spec, "--out", tmp_path / "sweep", "--workers", "1", "--quiet")
+    assert grid.exit_code == 0, grid.output
+    cells, _ = fastgt.load(tmp_path / "sweep", traces=False)
+    assert cells[key].tolist() == [args[2]] and cells["lambda2"].iloc[0] == pytest.approx(lam[-2])
+
+
+@pytest.mark.parametrize("name,content,fragment", [
+    ("e.txt", "0 1\n1 2 3\n", "line 2: '1 2 3' is not an edge"),
+    ("e.txt", "0 1\n1 x\n", "line 2: '1 x' is not an edge"),
+    ("e.txt", "0 -1\n", "line 1: '0 -1' is not an edge"),
+    ("e.txt", "# nothing\n", "holds no edge"),
+    ("missing.txt", None, "does not exist"),
+])
+def test_malformed_edge_files(tmp_path, name, content, fragment):
+    path = tmp_path / name
+    if content is not None:
+        path.write_text(content)
+    one_error(invoke("topo", "from_edges", "--edges", path), 2, "edges file", str(path), fragment)
+
+
+@pytest.mark.parametrize("name,write,fragment", [
+    ("w.npy", lambda p: p.write_bytes(b"not numpy"), "is not a numpy .npy array"),
+    ("w.npz", lambda p: np.savez(p, a=np.eye(2), b=np.eye(2)), "holds no matrix"),
+    ("w.mtx", lambda p: p.write_text("%%MatrixMarket nonsense\n"), "is not a Matrix Market"),
+    ("w.csv", lambda p: p.write_text("1,0\n0,1\n"), "unknown format: allowed .npy, .npz, .mtx"),
+    ("w.npy", lambda p: np.save(p, np.ones((2, 3)) / 3), "square"),
+])
+def test_malformed_matrix_files(tmp_path, name, write, fragment):
+    path = tmp_path / name
+    write(path)
+    one_error(invoke("topo", "from_matrix", "--matrix", path), 2, fragment)
+
+
+def test_a_bad_file_in_a_grid_spec_is_refused_before_running(tmp_path, no_simulation):
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[run]\ntopology = "from_edges"\nedges = "nowhere.txt"\n')
+    one_error(invoke("grid", spec, "--out", tmp_path / "g"), 2, "edges file 'nowhere.txt' does not exist")

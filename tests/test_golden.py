@@ -1,0 +1,146 @@
+"""Golden bits: a fixed set of runs (every algorithm, topology kind, noise and problem that
+exists) must give exactly the trajectories and final states recorded in tests/golden.json,
+on 1 and 2 threads and in batches. It guards refactors of the engine: they keep the numbers.
+
+The file was written before the engine redesign (issue "one engine for many algorithms")
+by ``python tests/test_golden.py --write``. Bits are compared on the CPU model that wrote
+the file; on another model (the project's machine changes between sessions) vector widths
+may differ, so there the check is a relative 1e-12 on each array's sum and norm, recorded
+beside the hashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fastgt
+from fastgt.runtime import max_threads
+
+GOLDEN = Path(__file__).with_name("golden.json")
+
+TOPOLOGIES = {
+    "ring": ("ring", {"n": 12, "self_weight": 0.2}, 13),
+    "interp_ring": ("interp_ring", {"n": 16, "alpha": 0.6}, 5),  # mean term
+    "torus": ("torus", {"rows": 4, "cols": 5}, 8),
+    "erdos_renyi": ("erdos_renyi", {"n": 25, "prob": 0.25, "seed": 3}, 7),  # general CSR rows
+    "complete": ("complete", {"n": 10}, 17),  # pure mean term
+}
+PROBLEMS = {"quadratic": {}, "hetero_quadratic": {"zeta": 1.5}, "consensus": {"zeta": 2.0}}
+NOISES = ("gaussian", "structured", "none")
+RUN = {"stepsize": 0.05, "steps": 60, "record_every": 7, "seed": 11}
+
+
+def keys():
+    for algo in ("gt", "dsgd"):
+        for topo in TOPOLOGIES:
+            for prob in PROBLEMS:
+                for noise in NOISES:
+                    yield f"{algo}/{topo}/{prob}/{noise}"
+
+
+def parts(key: str):
+    algo, topo, prob, noise = key.split("/")
+    name, params, d = TOPOLOGIES[topo]
+    return algo, fastgt.topology(name, **params), fastgt.problem(prob, **PROBLEMS[prob]), noise, d
+
+
+def run(key: str, threads: int = 1):
+    algo, W, prob, noise, d = parts(key)
+    return fastgt.run(algorithm=algo, topology=W, problem=prob, noise=noise, d=d,
+                      threads=threads, **RUN)
+
+
+def fingerprint(res) -> dict:
+    """sha256 of the records and of each final array, and their sums and norms."""
+    arrays = {"records": res.records, **{k: np.ascontiguousarray(res.state[k])
+                                         for k in sorted(res.state)}}
+    out = {}
+    for name, a in arrays.items():
+        a = np.asarray(a, dtype=np.float64)
+        out[name] = {"sha256": hashlib.sha256(a.tobytes()).hexdigest(),
+                     "sum": float(np.nansum(a)), "norm": float(np.sqrt(np.nansum(a * a)))}
+    return out
+
+
+def cpu() -> str:
+    import llvmlite.binding as llvm
+
+    return llvm.get_host_cpu_name()
+
+
+def _load() -> dict:
+    return json.loads(GOLDEN.read_text())
+
+
+def _check(key: str, got: dict, golden: dict) -> None:
+    want = golden["runs"][key]
+    assert sorted(got) == sorted(want), key
+    same_cpu = golden["cpu"] == cpu()
+    for name, fp in want.items():
+        if same_cpu:
+            assert got[name]["sha256"] == fp["sha256"], f"{key} {name}: other bits"
+        else:
+            for q in ("sum", "norm"):
+                assert got[name][q] == pytest.approx(fp[q], rel=1e-12, abs=1e-300), (key, name, q)
+
+
+@pytest.fixture(scope="module")
+def golden():
+    return _load()
+
+
+def test_the_golden_set_covers_every_combination(golden):
+    assert sorted(golden["runs"]) == sorted(keys())
+
+
+@pytest.mark.parametrize("key", list(keys()))
+def test_one_thread(golden, key):
+    _check(key, fingerprint(run(key)), golden)
+
+
+@pytest.mark.skipif(max_threads() < 2, reason="needs 2 numba threads")
+@pytest.mark.parametrize("key", [k for k in keys() if "/none" not in k])
+def test_two_threads(golden, key):
+    _check(key, fingerprint(run(key, threads=2)), golden)
+
+
+@pytest.mark.parametrize("algo", ["gt", "dsgd"])
+@pytest.mark.parametrize("noise", NOISES)
+@pytest.mark.parametrize("parallel,threads", [("cells", 1), ("blocks", 2)])
+def test_batches(golden, algo, noise, parallel, threads):
+    """A batch of the interp_ring cell and a ring cell of the same pattern (other weights,
+    stepsize and seed) gives the golden bits for the first; the second equals its own run."""
+    if threads > max_threads():
+        pytest.skip("needs 2 numba threads")
+    key = f"{algo}/interp_ring/hetero_quadratic/{noise}"
+    _, W, prob, _, d = parts(key)
+    other = {"topology": fastgt.topology("ring", n=16, self_weight=0.3), "stepsize": 0.02,
+             "seed": 5}
+    kw = {k: v for k, v in RUN.items() if k not in ("stepsize", "seed")}
+    first, second = fastgt.run_batch(
+        [{"topology": W, "stepsize": RUN["stepsize"], "seed": RUN["seed"]}, other],
+        algorithm=algo, problem=prob, noise=noise, d=d, threads=threads, parallel=parallel,
+        **kw)
+    _check(key, fingerprint(first), golden)
+    alone = fastgt.run(algorithm=algo, problem=prob, noise=noise, d=d, **kw, **other)
+    assert fingerprint(second) == fingerprint(alone)
+
+
+def write() -> None:
+    runs = {key: fingerprint(run(key)) for key in keys()}
+    GOLDEN.write_text(json.dumps({"cpu": cpu(), "fastgt": fastgt.__version__, "run": RUN,
+                                  "runs": runs}, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {len(runs)} runs to {GOLDEN}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python tests/test_golden.py --write  (only before a change that "
+                 "must keep the numbers)")
+    write()

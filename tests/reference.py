@@ -1,6 +1,6 @@
 """Dense-numpy reference implementation of GT and D-SGD: the yardstick for fastgt's kernels.
 
-Written from DESIGN.md section 1 and the paper's Algorithm 1, independently of fastgt's
+Written from docs/definitions.md and the paper's Algorithm 1, independently of fastgt's
 kernels: W is the dense matrix ``W.to_dense()``, gradients come from the problem instance
 (``inst.grad``), and the noise of step t from a callback ``noise(t) -> (n, d) array``.
 """
@@ -39,7 +39,7 @@ def dsgd(Wd, grad, noise, gamma, x0, steps):
 
 
 def metrics(inst, X, Y=None):
-    """[loss_avg, loss_nodes, consensus, grad_norm2, tracking] of DESIGN.md section 1.
+    """[loss_avg, loss_nodes, consensus, grad_norm2, tracking] of docs/definitions.md.
 
     f = (1/n) sum_i f_i is the diagonal quadratic 1/2 sum_k abar_k x_k^2 - bbar_k x_k + c,
     so f(x) - f* = 1/2 sum_k abar_k (x_k - x*_k)^2 with x* = bbar / abar (exact, no

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from fastgt import METRICS
-from fastgt.analysis import aggregate, loglog_slope, plateau
+from fastgt.analysis import aggregate, loglog_slope, plateau, plateau_checks
 from fastgt.cli_sweep import plot as plot_cmd
 from fastgt.grid import make_cell
 from fastgt.storage import Store, load
@@ -55,6 +55,36 @@ def test_plateau_is_the_tail_mean():
     assert got.to_dict() == pytest.approx({"a": 7.5, "b": 15.0})
     with pytest.raises(ValueError, match="tail"):
         plateau(trace, tail=0)
+
+
+def test_plateau_checks_time_constants_and_halves():
+    rng = np.random.default_rng(5)
+    steps = np.arange(0, 2001, 20)  # 101 records: the plateau window is records 50..100
+    noise = 1 + 0.01 * rng.standard_normal(len(steps))
+    step_up = noise + (steps >= 1500)  # the window's second half sits 1.0 higher
+    traces = pd.concat([
+        pd.DataFrame({"id": "slow", "step": steps[:21], "consensus": noise[:21]}),
+        pd.DataFrame({"id": "fast", "step": steps, "consensus": noise}),
+        pd.DataFrame({"id": "jump", "step": steps, "consensus": step_up}),
+        pd.DataFrame({"id": "unknown", "step": steps, "consensus": noise}),
+        pd.DataFrame({"id": "unknown_jump", "step": steps, "consensus": step_up}),
+    ])
+    cells = pd.DataFrame({"id": ["slow", "fast", "jump", "unknown", "unknown_jump"],
+                          "steps": [400, 2000, 2000, 2000, 2000],
+                          "theory_rate": [0.99, 0.5, 0.5, math.nan, math.nan]})
+    got = plateau_checks(cells, traces, "consensus")
+    # slow: tau = 100 steps; 21 records, the window starts at record 10 = step 200
+    assert got.loc["slow", "window_start"] == 200
+    assert got.loc["slow", "elapsed"] == pytest.approx(2.0)
+    assert got.loc["slow", "transient"]
+    assert got.loc["slow", "reason"].startswith("ran 400 steps = 4 time constants")
+    assert got.loc["fast", "elapsed"] == pytest.approx(1000 * 0.5)
+    assert got.loc["jump", "half1"] == pytest.approx(noise[50:75].mean())
+    assert got.loc["jump", "half2"] == pytest.approx(step_up[75:].mean())
+    assert got["transient"].to_dict() == {"slow": True, "fast": False, "jump": True,
+                                          "unknown": False, "unknown_jump": True}
+    assert "halves of its plateau window disagree" in got.loc["jump", "reason"]
+    assert math.isnan(got.loc["unknown", "elapsed"])
 
 
 def test_loglog_slope_recovers_power_laws():

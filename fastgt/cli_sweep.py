@@ -156,7 +156,7 @@ def plot(out, x, y, hue, where, curves, logx, logy, output):
         if x is None:
             raise FastGTError("x=None is invalid: allowed a parameter name (or use --curves)")
         fig = plots.summary(_filter(store.read("cells"), where), x=x, y=y, hue=hue,
-                            logx=logx, logy=logy)
+                            logx=logx, logy=logy, sweep=out)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     fig.savefig(output, bbox_inches="tight")
     click.echo(f"figure written to {output}")

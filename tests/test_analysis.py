@@ -144,6 +144,26 @@ def test_plot_data_are_the_seed_means(results):
         np.testing.assert_allclose(y, c / np.array([8, 16, 32]) * 1.05)  # mean of 1.0x, 1.1x
 
 
+def test_summary_title_says_what_was_run_and_what_the_bars_are(results, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from fastgt.plots import summary
+
+    cells, _ = load(results)
+    title = summary(cells, x="n", hue="algorithm", sweep="results/x").axes[0].get_title()
+    assert title.startswith("sweep results/x; d = 100, steps = 1000, stepsize = 0.01")
+    assert "mean over seeds; error bars: 95% CI over 2 seeds" in title
+    # one seed per point: no bars, and the title says so
+    one = summary(cells[cells.seed == 0], x="n", hue="algorithm").axes[0].get_title()
+    assert "one seed per point: no error bars" in one and "sweep" not in one
+    # fastgt plot names the directory it read
+    saved = []
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: saved.append(fig))
+    res = CliRunner().invoke(plot_cmd, [str(results), "--x", "n", "-o", "unused.png"])
+    assert res.exit_code == 0, res.output
+    assert saved[0].axes[0].get_title().startswith(f"sweep {results}; ")
+
+
 @pytest.mark.parametrize("args,fragment", [
     (["--x", "nope"], "column 'nope' is not in the results"),
     (["--x", "n", "--where", "n=5"], "no results to plot"),

@@ -135,15 +135,17 @@ def table3_cmd(ns, as_json):
 @click.option("--out", default=None, help="where figures and slopes.md go [default: DIRECTORY]")
 @click.option("--metric", default="consensus",
               type=click.Choice(["consensus", "loss_nodes", "loss_avg", "tracking"]))
+@click.option("--include-transient", is_flag=True,
+              help="fit cells whose plateau was not stationary too (drawn hollow either way)")
 @user_errors
-def report_cmd(directory, out, metric):
+def report_cmd(directory, out, metric, include_transient):
     """The paper's figures and slope table from sweeps under DIRECTORY.
 
     Example: scripts/reproduce_paper.sh --quick --out results/quick (runs the sweeps and this)
     """
     from .report import report
 
-    _, files = report(directory, out, metric)
+    _, files = report(directory, out, metric, include_transient=include_transient)
     click.echo((Path(out or directory) / "slopes.md").read_text())
     click.echo(f"wrote {len(files)} files to {out or directory}")
 

@@ -1,10 +1,12 @@
-"""Analysis of sweep results with pandas: seed aggregation, plateaus, log-log slopes.
+"""Analysis of sweep results with pandas: seed aggregation, plateaus and whether they were
+measured at stationarity, log-log slopes.
 
 Typical use::
 
     cells, traces = fastgt.load("results/demo")
     agg = aggregate(cells, values=["loss_nodes"])           # mean and 95% t-interval over seeds
     fit = loglog_slope(cells.assign(inv_p=1 / cells.p), "inv_p", "loss_nodes", by="algorithm")
+    checks = plateau_checks(cells, traces, "consensus")     # transient cells and why
 """
 
 from __future__ import annotations
@@ -65,6 +67,88 @@ def plateau(trace: pd.DataFrame, metric: str = "loss_nodes", tail: float = 0.5):
         ).rename(metric)
     last = trace["step"].max()
     return float(trace.loc[trace["step"] >= (1 - tail) * last, metric].mean())
+
+
+#: a plateau window must start at least this many time constants 1/(1 - theory_rate) after
+#: the start of the run (derivation: docs/paper.md, "Stationary plateaus")
+MIN_TIME_CONSTANTS = 5.0
+#: two-sided level of the test that the two halves of a plateau window agree
+HALVES_LEVEL = 1e-3
+
+
+def plateau_checks(cells: pd.DataFrame, traces: pd.DataFrame, metric: str = "loss_nodes"
+                   ) -> pd.DataFrame:
+    """Whether each cell's plateau of ``metric`` was measured at stationarity.
+
+    cells: rows with ``id``, ``steps``, ``theory_rate``; traces: ``id``, ``step``, ``metric``.
+    A plateau is the mean of the last half of a cell's records (fastgt.run), the window
+    starting at step t0. Two checks (derivation: docs/paper.md, "Stationary plateaus"):
+
+    - time constants: the noiseless error decays like r^t, r = theory_rate, its second
+      moment like r^(2t) <= exp(-2 t (1 - r)); elapsed = t0 (1 - r) must reach
+      ``MIN_TIME_CONSTANTS`` (skipped where r is NaN).
+    - halves: the means of the window's first and second half must agree within a
+      t-test at level ``HALVES_LEVEL``, with each half's records counted as
+      N (1 - q) / (1 + q) effective samples (at least 1), q = the larger of r^(2 spacing)
+      and the records' lag-1 autocorrelation: the longer correlation time of the two.
+
+    Returns a DataFrame indexed by id: ``time_constant`` (1/(1 - r) steps),
+    ``window_start``, ``elapsed``, ``half1``, ``half2``, ``halves_t``, ``halves_limit``,
+    ``transient`` (bool) and ``reason`` ("" for stationary cells).
+    """
+    by_id = {k: g.sort_values("step") for k, g in traces.groupby("id", sort=False)}
+    rows = [{"id": c["id"], **_stationarity(int(c["steps"]), float(c["theory_rate"]),
+                                            by_id.get(c["id"]), metric)}
+            for c in cells[["id", "steps", "theory_rate"]].to_dict("records")]
+    return pd.DataFrame(rows, columns=["id", "time_constant", "window_start", "elapsed",
+                                       "half1", "half2", "halves_t", "halves_limit",
+                                       "transient", "reason"]).set_index("id")
+
+
+def _stationarity(steps: int, rate: float, trace, metric: str) -> dict:
+    tau = 1.0 / (1.0 - rate) if 0.0 <= rate < 1.0 else (math.inf if rate >= 1.0 else math.nan)
+    if trace is None or len(trace) < 2:
+        t0, halves = steps / 2, (math.nan,) * 4
+    else:
+        step = trace["step"].to_numpy()
+        t0 = int(step[len(step) // 2])
+        window = slice(len(step) // 2, None)
+        halves = _halves(step[window], trace[metric].to_numpy(float)[window], rate)
+    elapsed = t0 / tau
+    reasons = []
+    if elapsed < MIN_TIME_CONSTANTS:
+        reasons.append(f"ran {steps} steps = {steps / tau:.2g} time constants (1/(1 - r) = "
+                       f"{tau:.0f} steps, r = {rate:.6g}): its plateau window started after "
+                       f"{elapsed:.2g} of them, fewer than {MIN_TIME_CONSTANTS:g}")
+    h1, h2, t, limit = halves
+    if t > limit:
+        reasons.append(f"the two halves of its plateau window disagree: {h1:.3g} then "
+                       f"{h2:.3g}, {t:.1f} standard errors apart (limit {limit:.1f})")
+    return {"time_constant": tau, "window_start": t0, "elapsed": elapsed, "half1": h1,
+            "half2": h2, "halves_t": t, "halves_limit": limit, "transient": bool(reasons),
+            "reason": "; ".join(reasons)}
+
+
+def _halves(step: np.ndarray, values: np.ndarray, rate: float) -> tuple:
+    """(mean of the first half, of the second, |difference| / standard error, t limit)."""
+    from scipy.stats import t as student_t
+
+    n = len(values)
+    if n < 4 or not np.isfinite(values).all():
+        return (math.nan,) * 4
+    a, b = values[: n // 2], values[n // 2:]
+    resid = np.concatenate([a - a.mean(), b - b.mean()])
+    ss = float(resid @ resid)
+    q = float(resid[:-1] @ resid[1:]) / ss if ss > 0 else 0.0
+    if math.isfinite(rate):
+        q = max(q, min(rate, 1.0) ** (2 * float(np.median(np.diff(step)))))
+    q = min(max(q, 0.0), 1.0)
+    neff = [max(1.0, len(h) * (1 - q) / (1 + q)) for h in (a, b)]
+    se = math.sqrt(a.var(ddof=1) / neff[0] + b.var(ddof=1) / neff[1])
+    diff = abs(a.mean() - b.mean())
+    t = diff / se if se > 0 else (0.0 if diff == 0 else math.inf)
+    limit = float(student_t.ppf(1 - HALVES_LEVEL / 2, max(1.0, neff[0] + neff[1] - 2)))
+    return float(a.mean()), float(b.mean()), t, limit
 
 
 def loglog_slope(df: pd.DataFrame, x: str, y: str, by=None):

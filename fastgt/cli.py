@@ -205,9 +205,12 @@ def table3_cmd(ns, as_json):
 @click.option("--metric", default="consensus",
               type=click.Choice(["consensus", "loss_nodes", "loss_avg", "tracking"]),
               help="the metric whose plateaus are plotted and fitted")
+@click.option("--include-transient", is_flag=True,
+              help="fit cells whose plateau was not stationary too (drawn hollow either way)")
 @user_errors
-def report_cmd(directory, out, metric):
-    """The paper's figures and slope table from the sweep DIR, or every sweep under DIR.
+def report_cmd(directory, out, metric, include_transient):
+    """The paper's figures and slope table of the sweep DIR, or of each sweep under DIR
+    (reported apart: file names start with the sweep's name).
 
     Example: scripts/reproduce_paper.sh --quick --out results/quick (runs the sweeps and this)
     """
@@ -216,7 +219,7 @@ def report_cmd(directory, out, metric):
     target = out or directory
     check_dir("--out", target)
     try:
-        _, files = report(directory, out, metric)
+        _, files = report(directory, out, metric, include_transient=include_transient)
     except OSError as err:
         raise WriteFailed(f"--out {target!r} could not be written: {err.strerror or err}") from None
     click.echo((Path(target) / "slopes.md").read_text())

@@ -168,7 +168,7 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
                            logx=bool(logx), logy=logy)
     else:
         fig = plots.summary(_filter(store.read("cells"), where), x=x, y=y, hue=hue,
-                            logx=logx, logy=logy)
+                            logx=logx, logy=logy, sweep=directory)
     fmt = os.path.splitext(out)[1].lower().lstrip(".")
     write_file("--out", out, lambda name: fig.savefig(name, format=fmt, bbox_inches="tight"))
     click.echo(f"figure written to {out}")

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from .analysis import aggregate, parameter_columns
 from .errors import FastGTError
+from .figtext import RUN_KEYS, declutter_ticks, describe_run, error_bars
 
 
 def _figure():
@@ -33,10 +34,13 @@ def _wide_positive(values) -> bool:
 
 
 def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None = None,
-            logx: bool | None = None, logy: bool = True, level: float = 0.95) -> Figure:
+            logx: bool | None = None, logy: bool = True, level: float = 0.95,
+            sweep: str | None = None) -> Figure:
     """Mean of ``y`` over seeds (error bars: the ``level`` t-interval) against ``x``, one line
     per value of ``hue``. Parameters besides x, hue and seed that vary are averaged too
-    (named in the title). logx=None: log scale when x > 0 spans a factor 10 or more."""
+    (named in the title). logx=None: log scale when x > 0 spans a factor 10 or more.
+    The title says what was run (``sweep``, the results' directory, when given; n, d,
+    steps, stepsize, sigma2) and what the error bars are (the seeds behind each point)."""
     _check_columns(cells, x, y, hue)
     by = [x] + ([hue] if hue else [])
     others = [c for c in parameter_columns(cells)
@@ -55,12 +59,16 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
     ax.set_yscale("log" if logy else "linear")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
-    title = "one cell per point" if "seed" in by else f"mean over seeds, {level:.0%} CI"
+    run = describe_run(cells, [k for k in RUN_KEYS if k not in (*by, *others)])
+    title = "one cell per point" if "seed" in by else (
+        f"mean over seeds; {error_bars(agg[f'{y}_count'], level)}")
     if others:
         title += "; also averaged over " + ", ".join(others)
-    ax.set_title(title, fontsize=9)
+    head = "; ".join(t for t in (f"sweep {sweep}" if sweep else "", run) if t)
+    ax.set_title(f"{head}\n{title}" if head else title, fontsize=9)
     if hue:
         ax.legend(title=hue, fontsize=8)
+    declutter_ticks(fig)
     return fig
 
 
@@ -98,4 +106,5 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
         fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label=hue)
     elif hue:
         ax.legend(title=hue, fontsize=8)
+    declutter_ticks(fig)
     return fig

@@ -1,11 +1,20 @@
 """The paper's figures from sweep results: ``fastgt report DIR``.
 
-Cells are grouped by topology family and noise model: ``interp_ring`` sweeps are the
-constant-c panels (loss vs 1/p, 1/p^2, 1/p^3, 1/(p c^2)), ``ring`` sweeps with reduced self
-weight the constant-p panels (vs 1/(p c^2), 1/(p c)); gaussian noise is Setup A,
-structured noise Setup B. Each figure shows the seed mean with its 95% interval, the exact
-stationary theory (fastgt.theory) as a line, and fitted log-log slopes; a Markdown table
-collects the slopes.
+DIR is a sweep directory or a directory of sweep directories; every sweep is reported on
+its own, never merged with another. Its cells are grouped by topology family and noise
+model: ``interp_ring`` sweeps are the constant-c panels (loss vs 1/p, 1/p^2, 1/p^3,
+1/(p c^2)), ``ring`` sweeps with reduced self weight the constant-p panels (vs 1/(p c^2),
+1/(p c)); gaussian noise is Setup A, structured noise Setup B. Each figure shows the seed
+mean with its 95% interval, the exact stationary theory (fastgt.theory) as a line, and
+fitted log-log slopes; a Markdown table, slopes.md, collects the slopes. Files are named
+``setup{A,B}_{family}_{algorithm}[_{other parameter}{value}].{png,pdf}``, with
+``{sweep}_`` in front when DIR holds several sweeps.
+
+Figures and slopes.md say what was run (sweep directory, n, d, steps, stepsize, sigma2)
+and what the error bars are (95% CI over k seeds). Cells whose plateau was not measured at
+stationarity (fastgt.analysis.plateau_checks) are drawn hollow, left out of the fits
+unless ``include_transient``, and listed with the reason in slopes.md; so are the points a
+log axis cannot show.
 
 The default metric is ``consensus`` = (1/n) sum ||x_i - xbar||^2, the topology-dependent
 part of the node-level loss (on f_i = ||x||^2, loss_nodes = loss_avg + consensus, and
@@ -14,13 +23,21 @@ loss_avg = gamma sigma2 / (4 n (1 - gamma)) does not depend on the graph).
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .analysis import aggregate, loglog_slope, parameter_columns
+from .analysis import (
+    MIN_TIME_CONSTANTS,
+    aggregate,
+    loglog_slope,
+    parameter_columns,
+    plateau_checks,
+)
 from .errors import FastGTError
+from .figtext import declutter_ticks, describe_run, error_bars
 
 #: x axes: name -> (label, function of p and c)
 AXES = {
@@ -38,19 +55,34 @@ FIGURES = {
 SETUPS = {"gaussian": "A", "structured": "B"}
 #: the exponent the paper's bound O(gamma^2 sigma^2 / (p c^2)) implies for each axis
 PAPER_BOUND = {"inv_p": 1.0, "inv_p2": 0.5, "inv_p3": 1 / 3, "inv_pc2": 1.0, "inv_pc": None}
+#: the metrics that bound is about (not tracking, and loss_avg does not depend on the graph)
+BOUND_METRICS = ("consensus", "loss_nodes")
 
 
-def load_cells(path) -> pd.DataFrame:
-    """Cells of DIR, or of every sweep directory directly under DIR."""
-    from .storage import exists, load
+def sweep_dirs(path) -> list[Path]:
+    """DIR itself when it is a sweep directory (with cells/), else the sweep directories
+    directly under it (sorted by name)."""
+    from .storage import open_sweep
 
     root = Path(path)
-    dirs = [root] if (root / "cells").is_dir() else sorted(p for p in root.iterdir()
-                                                           if (p / "cells").is_dir())
-    if not dirs or not exists(str(dirs[0])):
-        raise FastGTError(f"DIR={str(path)!r} is invalid: allowed a sweep directory (with cells/) "
-                          "or a directory of sweep directories")
-    return pd.concat([load(str(d), traces=False)[0] for d in dirs], ignore_index=True)
+    if (root / "cells").is_dir():
+        return [root]
+    dirs = sorted(p for p in root.iterdir() if (p / "cells").is_dir()) if root.is_dir() else []
+    if not dirs:
+        open_sweep(path)  # raises, saying what DIR is instead
+    return dirs
+
+
+def load_sweep(directory, metric: str = "consensus") -> pd.DataFrame:
+    """The ok cells of one sweep directory with the plateau checks of ``metric``
+    (fastgt.analysis.plateau_checks: ``transient``, ``reason``, ...)."""
+    from .storage import Store
+
+    store = Store(str(directory), create=False)
+    cells = store.read("cells")
+    cells = cells[cells["status"] == "ok"].reset_index(drop=True)
+    traces = store.read("traces", columns=["id", "step", metric])
+    return cells.join(plateau_checks(cells, traces, metric), on="id")
 
 
 def theory_line(group: pd.DataFrame, param: str, metric: str, points: int = 40) -> pd.DataFrame:
@@ -58,6 +90,8 @@ def theory_line(group: pd.DataFrame, param: str, metric: str, points: int = 40) 
     theory does not cover the cells' problem)."""
     from . import theory, topology
 
+    if group.empty:
+        return pd.DataFrame(columns=[param, "p", "c", metric])
     first = group.iloc[0]
     lo, hi = group[param].min(), group[param].max()
     grid = np.unique(np.concatenate([np.linspace(lo, hi, points), group[param].unique()]))
@@ -98,71 +132,177 @@ def _groups(ok: pd.DataFrame):
                 yield family, param, key, varying, group
 
 
-def report(path, out=None, metric: str = "consensus") -> tuple[pd.DataFrame, list[Path]]:
+def report(path, out=None, metric: str = "consensus", include_transient: bool = False
+           ) -> tuple[pd.DataFrame, list[Path]]:
     """Figures (PNG and PDF) and slopes.md for the paper sweeps under ``path``.
 
-    Returns (slope table, written files)."""
-    from matplotlib.figure import Figure
-
-    cells = load_cells(path)
+    Every sweep directory is reported on its own; when ``path`` holds several, file names
+    start with the sweep's name. include_transient: fit the points of cells whose plateau
+    was not stationary too (drawn hollow either way). Returns (slope table, written files).
+    """
+    dirs = sweep_dirs(path)
     out = Path(out or path)
     out.mkdir(parents=True, exist_ok=True)
-    # the complete graph (p = 1) has no topology term (consensus is 0 up to rounding)
-    ok = cells[(cells["status"] == "ok") & (cells["p"] < 1.0 - 1e-12)]
-    rows, files = [], []
-    for family, param, key, varying, group in _groups(ok):
-        title, _, panels = FIGURES[family]
-        noise, algo = key["noise"], key["algorithm"]
-        agg = _with_axes(aggregate(group, values=[metric, "p", "c"], by=[param]).rename(
-            columns={"p_mean": "p", "c_mean": "c"}))
-        line = _with_axes(theory_line(group, param, metric))
-        fig = Figure(figsize=(4.2 * len(panels), 3.6))
-        axes = fig.subplots(1, len(panels), squeeze=False)
-        for ax, axis in zip(axes[0], panels):
-            label = AXES[axis][0]
-            sim = loglog_slope(agg, axis, f"{metric}_mean")
-            th = loglog_slope(line[line[param].isin(agg[param])], axis, metric)  # same points
-            mean = agg[f"{metric}_mean"]
-            err = np.vstack([mean - agg[f"{metric}_ci_low"], agg[f"{metric}_ci_high"] - mean])
-            ax.errorbar(agg[axis], mean, yerr=np.nan_to_num(err), fmt="o", capsize=3,
-                        label=f"simulated (slope {sim['slope']:.2f})")
-            if len(line):
-                order = np.argsort(line[axis].to_numpy())
-                ax.plot(line[axis].to_numpy()[order], line[metric].to_numpy()[order], "-",
-                        label=f"exact theory (slope {th['slope']:.2f})")
-            ax.set(xscale="log", yscale="log", xlabel=label, ylabel=metric)
-            ax.legend(fontsize=8)
-            rows.append({"setup": SETUPS[noise], "figure": title, "algorithm": algo, "x": label,
-                         "metric": metric, "slope_simulated": sim["slope"],
-                         "slope_theory": th["slope"], "r2_simulated": sim["r2"],
-                         "paper_bound_slope": PAPER_BOUND[axis], "points": int(sim["points"]),
-                         **{k: key[k] for k in varying}})
-        extra = ", ".join(f"{k}={key[k]}" for k in varying)
-        fig.suptitle(f"Setup {SETUPS[noise]}, {algo.upper()}, {title}"
-                     + (f" ({extra})" if extra else ""), fontsize=10)
-        fig.tight_layout()
-        stem = out / ("_".join([f"setup{SETUPS[noise]}", family, algo]
-                               + [f"{k}{key[k]}" for k in varying]))
-        for ext in ("png", "pdf"):
-            fig.savefig(f"{stem}.{ext}", dpi=120)
-            files.append(Path(f"{stem}.{ext}"))
+    rows, files, runs, notes = [], [], [], {"transient": [], "not drawn": []}
+    for directory in dirs:
+        sweep = directory.resolve().name
+        shown, counts = [], []
+        for family, param, key, varying, group in _groups(load_sweep(directory, metric)):
+            fig, fig_rows, fig_notes, fig_counts = _figure(
+                sweep, directory, family, param, key, varying, group, metric, include_transient)
+            rows += fig_rows
+            for kind in notes:
+                notes[kind] += fig_notes[kind]
+            shown.append(group)
+            counts += fig_counts
+            stem = out / "_".join(([sweep] if len(dirs) > 1 else [])
+                                  + [f"setup{SETUPS[key['noise']]}", family, key["algorithm"]]
+                                  + [f"{k}{key[k]}" for k in varying])
+            for ext in ("png", "pdf"):
+                fig.savefig(f"{stem}.{ext}", dpi=120)
+                files.append(Path(f"{stem}.{ext}"))
+        if shown:
+            cells = pd.concat(shown)
+            runs.append(f"sweep {sweep} ({directory}): {len(cells)} cells of "
+                        f"{', '.join(sorted(cells['topology'].unique()))}; "
+                        f"{describe_run(cells)}; {error_bars(counts)}")
     if not rows:
         raise FastGTError(f"DIR={str(path)!r} has no ok cells of the paper's sweeps "
                           "(interp_ring or ring, gaussian or structured noise)")
     table = pd.DataFrame(rows)
     md = out / "slopes.md"
-    md.write_text(slopes_markdown(table))
+    md.write_text(slopes_markdown(table, runs, notes, include_transient))
     files.append(md)
     return table, files
 
 
-def slopes_markdown(table: pd.DataFrame) -> str:
-    head = ("| setup | figure | algorithm | x | slope (simulated) | slope (exact theory) | "
-            "paper's bound |\n|---|---|---|---|---|---|---|\n")
-    body = "".join(
-        f"| {r.setup} | {r.figure} | {r.algorithm} | {r.x} | {r.slope_simulated:.3f} | "
-        f"{r.slope_theory:.3f} | "
-        f"{'-' if r.paper_bound_slope is None or pd.isna(r.paper_bound_slope) else f'{r.paper_bound_slope:.3g}'} |\n"
-        for r in table.itertuples())
-    return (f"Fitted log-log slopes of {table['metric'].iloc[0]} (seed means) against each "
-            "axis.\n\n" + head + body)
+def _figure(sweep, directory, family, param, key, varying, group, metric, include_transient):
+    """One figure: (Figure, slope rows, {"transient": [...], "not drawn": [...]} lines for
+    slopes.md, the number of seeds behind each drawn point)."""
+    from matplotlib.figure import Figure
+
+    title, _, panels = FIGURES[family]
+    setup, algo = SETUPS[key["noise"]], key["algorithm"]
+    extra = ", ".join(f"{k}={key[k]}" for k in varying)
+    agg = _points(group, param, metric)
+    drawn = agg["why"] == ""
+    fitted = agg[drawn & (include_transient | ~agg["transient"])]
+    line = _with_axes(theory_line(group[group[param].isin(agg.loc[drawn, param])], param,
+                                  metric))
+    fig = Figure(figsize=(4.2 * len(panels), 4.4), layout="constrained")
+    rows = []
+    for ax, axis in zip(fig.subplots(1, len(panels), squeeze=False)[0], panels):
+        sim = loglog_slope(fitted, axis, f"{metric}_mean")
+        th = loglog_slope(line[line[param].isin(fitted[param])], axis, metric)  # same points
+        for hollow in (False, True):
+            pts = agg[drawn & (agg["transient"] == hollow)]
+            if pts.empty:
+                continue
+            m = pts[f"{metric}_mean"]
+            err = np.vstack([m - pts[f"{metric}_ci_low"], pts[f"{metric}_ci_high"] - m])
+            text = (f"transient ({'fitted' if include_transient else 'not fitted'})" if hollow
+                    else f"simulated (slope {sim['slope']:.2f})")
+            ax.errorbar(pts[axis], m, yerr=np.nan_to_num(err), fmt="o", color="C0",
+                        mfc="none" if hollow else "C0", capsize=3, label=text)
+        if len(line):
+            order = np.argsort(line[axis].to_numpy())
+            ax.plot(line[axis].to_numpy()[order], line[metric].to_numpy()[order], "-",
+                    color="C1", label=f"exact theory (slope {th['slope']:.2f})")
+        ax.set(xscale="log", yscale="log", xlabel=AXES[axis][0], ylabel=metric)
+        ax.legend(fontsize=8)
+        rows.append({"sweep": sweep, "setup": setup, "figure": title, "parameters": extra,
+                     "algorithm": algo, "x": AXES[axis][0], "metric": metric,
+                     "slope_simulated": sim["slope"], "slope_theory": th["slope"],
+                     "r2_simulated": sim["r2"],
+                     **({"paper_bound_slope": PAPER_BOUND[axis]} if metric in BOUND_METRICS
+                        else {}),
+                     "points": int(sim["points"]), "left_out": int(drawn.sum()) - len(fitted),
+                     **{k: key[k] for k in varying}})
+    counts = agg.loc[drawn, f"{metric}_count"].tolist()
+    footer = [error_bars(counts)]
+    if agg.loc[drawn, "transient"].any():
+        footer.append("hollow: transient cells, "
+                      + ("fitted" if include_transient else "left out of the fits")
+                      + " (see slopes.md)")
+    if not drawn.all():
+        footer.append("not drawn: " + "; ".join(
+            f"{param} = {r[param]:g}: {r['why']}"
+            for r in agg[~drawn].to_dict("records")))
+    width = int(4.2 * len(panels) * 14)
+    fig.suptitle(_wrap(f"Setup {setup}, {algo.upper()}, {title}" + (f" ({extra})" if extra else "")
+                       + f"\nsweep {sweep} ({directory}): {describe_run(group)}", width),
+                 fontsize=10)
+    fig.supxlabel(_wrap("; ".join(footer), int(width * 1.2)), fontsize=8)
+    declutter_ticks(fig)
+    where = f"{sweep}, Setup {setup}, {algo.upper()}" + (f", {extra}" if extra else "")
+    return fig, rows, _notes(where, param, group, agg), counts
+
+
+def _points(group: pd.DataFrame, param: str, metric: str) -> pd.DataFrame:
+    """Seed means of ``metric`` (with p, c, the axes) per value of ``param``; ``transient``:
+    some cell of the point is; ``why``: why log axes cannot show the point ("" if they can)."""
+    agg = _with_axes(aggregate(group, values=[metric, "p", "c"], by=[param]).rename(
+        columns={"p_mean": "p", "c_mean": "c"}))
+    agg["transient"] = agg[param].map(group.groupby(param)["transient"].any()).astype(bool)
+    mean = agg[f"{metric}_mean"]
+    agg["why"] = [
+        # the complete graph's consensus is exactly 0 in theory: what is left is rounding
+        f"p = 1, the complete graph, whose consensus is 0 in theory ({m:.2g} is rounding "
+        "error)" if metric == "consensus" and p >= 1.0 - 1e-12 else
+        "" if m > 0 and np.isfinite(m) else f"{metric} = {m:.3g} has no logarithm"
+        for m, p in zip(mean, agg["p"])]
+    return agg
+
+
+def _notes(where: str, param: str, group: pd.DataFrame, agg: pd.DataFrame) -> dict:
+    """slopes.md lines: the transient cells of drawn points, and the points not drawn."""
+    drawn = agg.loc[agg["why"] == "", param]
+    bad = group[group["transient"] & group[param].isin(drawn)].sort_values([param, "seed"])
+    return {"transient": [f"{where}: {param} = {r[param]:g}, seed {r['seed']}: {r['reason']}"
+                          for r in bad.to_dict("records")],
+            "not drawn": [f"{where}: {param} = {r[param]:g} ({r['cells']} cell"
+                          f"{'s' if r['cells'] != 1 else ''}): {r['why']}"
+                          for r in agg[agg["why"] != ""].to_dict("records")]}
+
+
+def _wrap(text: str, width: int) -> str:
+    return "\n".join(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
+                     for line in text.split("\n"))
+
+
+def slopes_markdown(table: pd.DataFrame, runs=(), notes=None,
+                    include_transient: bool = False) -> str:
+    """slopes.md: what was run (``runs``: one line per sweep), the slope table, then the
+    transient cells and the points not drawn (``notes``: lines of each kind)."""
+    notes = notes or {}
+    metric = table["metric"].iloc[0]
+    bound = "paper_bound_slope" in table.columns
+    cols = ["sweep", "setup", "figure", "algorithm", "x", "slope (simulated)",
+            "slope (exact theory)"] + (["paper's bound"] if bound else []) + ["points"]
+    lines = [f"# Log-log slopes of {metric}", "",
+             f"Each point is the mean over seeds of the cells' plateaus of {metric} (the mean of "
+             "a cell's records over the last half of its steps); slopes are least-squares fits "
+             "of log(mean) against log(x), the exact theory's at the same points. Cells whose "
+             "plateau was not stationary are drawn hollow and "
+             + ("fitted too (--include-transient)." if include_transient else
+                "left out of the fits (`--include-transient` keeps them)."), "",
+             *(f"- {r}" for r in runs), "",
+             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in table.to_dict("records"):
+        figure = r["figure"] + (f", {r['parameters']}" if r["parameters"] else "")
+        cells = [r["sweep"], r["setup"], figure, r["algorithm"], r["x"],
+                 f"{r['slope_simulated']:.3f}", f"{r['slope_theory']:.3f}"]
+        if bound:
+            b = r["paper_bound_slope"]
+            cells.append("-" if b is None or pd.isna(b) else f"{b:.3g}")
+        cells.append(f"{r['points']}" + (f" of {r['points'] + r['left_out']}" if r["left_out"]
+                                         else ""))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## Transient cells" + (" (hollow markers, fitted)" if include_transient
+                                          else " (hollow markers, left out of the fits)"), ""]
+    lines += [f"- {n}" for n in notes.get("transient", [])] or [
+        f"None: every plateau window started {MIN_TIME_CONSTANTS:g} or more time constants "
+        + "into its run, and its two halves agree."]
+    lines += ["", "## Points not drawn (a log axis cannot show them)", ""]
+    lines += [f"- {n}" for n in notes.get("not drawn", [])] or ["None."]
+    return "\n".join(lines) + "\n"

@@ -5,7 +5,9 @@
 #
 # Full: about 3 minutes on 2 cores; --quick: a reduced version (smaller n and d, fewer
 # steps and seeds) in under 2 minutes, used by the test suite. Writes DIR/fig1, DIR/fig2
-# (Parquet, one file per cell; a rerun resumes), DIR/*.png|pdf and DIR/slopes.md.
+# (Parquet, one file per cell; a rerun resumes), the figures of each sweep,
+# DIR/fig1_setup{A,B}_interp_ring_gt.{png,pdf} and DIR/fig2_setup{A,B}_ring_gt.{png,pdf},
+# and DIR/slopes.md (both sweeps' slopes, transient cells, points not drawn).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="results/paper"
@@ -16,7 +18,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --out) out="$2"; shift ;;
     --workers) workers=(--workers "$2"); shift ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "unknown option: $1 (allowed: --quick, --out DIR, --workers N)" >&2; exit 2 ;;
   esac
   shift

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from fastgt import METRICS
-from fastgt.analysis import aggregate, loglog_slope, plateau
+from fastgt.analysis import aggregate, loglog_slope, plateau, plateau_checks
 from fastgt.cli_sweep import plot as plot_cmd
 from fastgt.grid import make_cell
 from fastgt.storage import Store, load
@@ -55,6 +55,36 @@ def test_plateau_is_the_tail_mean():
     assert got.to_dict() == pytest.approx({"a": 7.5, "b": 15.0})
     with pytest.raises(ValueError, match="tail"):
         plateau(trace, tail=0)
+
+
+def test_plateau_checks_time_constants_and_halves():
+    rng = np.random.default_rng(5)
+    steps = np.arange(0, 2001, 20)  # 101 records: the plateau window is records 50..100
+    noise = 1 + 0.01 * rng.standard_normal(len(steps))
+    step_up = noise + (steps >= 1500)  # the window's second half sits 1.0 higher
+    traces = pd.concat([
+        pd.DataFrame({"id": "slow", "step": steps[:21], "consensus": noise[:21]}),
+        pd.DataFrame({"id": "fast", "step": steps, "consensus": noise}),
+        pd.DataFrame({"id": "jump", "step": steps, "consensus": step_up}),
+        pd.DataFrame({"id": "unknown", "step": steps, "consensus": noise}),
+        pd.DataFrame({"id": "unknown_jump", "step": steps, "consensus": step_up}),
+    ])
+    cells = pd.DataFrame({"id": ["slow", "fast", "jump", "unknown", "unknown_jump"],
+                          "steps": [400, 2000, 2000, 2000, 2000],
+                          "theory_rate": [0.99, 0.5, 0.5, math.nan, math.nan]})
+    got = plateau_checks(cells, traces, "consensus")
+    # slow: tau = 100 steps; 21 records, the window starts at record 10 = step 200
+    assert got.loc["slow", "window_start"] == 200
+    assert got.loc["slow", "elapsed"] == pytest.approx(2.0)
+    assert got.loc["slow", "transient"]
+    assert got.loc["slow", "reason"].startswith("ran 400 steps = 4 time constants")
+    assert got.loc["fast", "elapsed"] == pytest.approx(1000 * 0.5)
+    assert got.loc["jump", "half1"] == pytest.approx(noise[50:75].mean())
+    assert got.loc["jump", "half2"] == pytest.approx(step_up[75:].mean())
+    assert got["transient"].to_dict() == {"slow": True, "fast": False, "jump": True,
+                                          "unknown": False, "unknown_jump": True}
+    assert "halves of its plateau window disagree" in got.loc["jump", "reason"]
+    assert math.isnan(got.loc["unknown", "elapsed"])
 
 
 def test_loglog_slope_recovers_power_laws():
@@ -112,6 +142,31 @@ def test_plot_data_are_the_seed_means(results):
         x, y = lines[alg].get_data()
         np.testing.assert_allclose(np.asarray(x, float), [8, 16, 32])
         np.testing.assert_allclose(y, c / np.array([8, 16, 32]) * 1.05)  # mean of 1.0x, 1.1x
+
+
+def test_summary_title_says_what_was_run_and_what_the_bars_are(results, tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from fastgt.plots import summary
+
+    cells, _ = load(results)
+    title = summary(cells, x="n", hue="algorithm", sweep="results/x").axes[0].get_title()
+    assert title.startswith("sweep results/x; d = 100, steps = 1000, stepsize = 0.01")
+    assert "mean over seeds; error bars: 95% CI over 2 seeds" in title
+    # one seed per point: no bars, and the title says so
+    one = summary(cells[cells.seed == 0], x="n", hue="algorithm").axes[0].get_title()
+    assert "one seed per point: no error bars" in one and "sweep" not in one
+    # fastgt plot names the directory it read
+    saved = []
+
+    def savefig(fig, name, *args, **kwargs):
+        saved.append(fig)
+        open(name, "wb").close()
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    res = CliRunner().invoke(plot_cmd, [str(results), "--x", "n", "-o", str(tmp_path / "p.png")])
+    assert res.exit_code == 0, res.output
+    assert saved[0].axes[0].get_title().startswith(f"sweep {results}; ")
 
 
 @pytest.mark.parametrize("args,fragment", [

@@ -1,0 +1,219 @@
+"""``fastgt report`` on tiny sweeps: transient cells flagged, sweeps kept apart, figures and
+slopes.md that say what was run, what the error bars are and which points they cannot show."""
+
+
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+
+import fastgt
+from fastgt import theory
+from fastgt.cellrun import run_cells
+from fastgt.grid import parse_spec
+from fastgt.report import report
+from fastgt.storage import Store
+
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
+
+#: GT on a 24-node interpolated ring, Setup A. At gamma = 0.05 the slowest mode of
+#: alpha = 0.999 decays like 1 - 1/251 per step (theory.rate), so its 1000 steps are 4 time
+#: constants and its plateau window (steps 500-1000) starts after 2: deliberately transient.
+#: The other alphas have time constants of 10-41 steps (12-50 of them before the window).
+#: alpha = 0 is the complete graph: its consensus is rounding error (~1e-36).
+SPEC = """
+[run]
+topology = "interp_ring"
+n = 24
+d = 4
+stepsize = 0.05
+steps = 1000
+record_every = 20
+[[grid]]
+alpha = [0.0, 0.5, 0.8, 0.9, 0.95, 0.999]
+seed = [0, 1]
+"""
+STATIONARY = [0.5, 0.8, 0.9, 0.95]
+
+
+def write_sweep(directory, spec: str) -> None:
+    """Run the cells of ``spec`` in this process (one compiled loop) and store them."""
+    cells = parse_spec(spec).cells()
+    store = Store(str(directory))
+    for cell, (row, trace, meta) in zip(cells, run_cells([c.params for c in cells])):
+        store.write(cell.id, cell.params, row, trace, meta)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("reports") / "tiny"
+    write_sweep(directory, SPEC)
+    return directory
+
+
+class Saved(list):
+    """Every figure saved while active: [(file name, Figure)]."""
+
+    def __enter__(self):
+        self.patch = pytest.MonkeyPatch()
+        original = Figure.savefig
+
+        def savefig(fig, fname, *args, **kwargs):
+            self.append((str(fname), fig))
+            return original(fig, fname, *args, **kwargs)
+
+        self.patch.setattr(Figure, "savefig", savefig)
+        return self
+
+    def __exit__(self, *exc):
+        self.patch.undo()
+
+
+@pytest.fixture
+def saved():
+    with Saved() as figures:
+        yield figures
+
+
+@pytest.fixture(scope="module")
+def reported(sweep, tmp_path_factory):
+    """report() of ``sweep`` with the defaults: (table, output directory, saved figures)."""
+    out = tmp_path_factory.mktemp("report")
+    with Saved() as figures:
+        table, _ = report(str(sweep), str(out))
+    return table, out, figures
+
+
+def pngs(saved):
+    return [(name, fig) for name, fig in saved if name.endswith(".png")]
+
+
+def texts(fig) -> str:
+    """Every text of the figure, whitespace (line breaks of wrapped titles) made single spaces."""
+    return " ".join(" ".join(t.get_text().split()) for t in fig.findobj(Text))
+
+
+def test_transient_cell_is_hollow_listed_and_left_out_of_the_fits(sweep, reported, tmp_path):
+    W = fastgt.topology("interp_ring", n=24, alpha=0.999)
+    tau = 1 / (1 - theory.rate(W, "gt", 0.05))
+    assert 200 < tau < 300  # the premise of SPEC: 1000 steps are 4 time constants
+
+    table, out, saved = reported
+    # the four stationary alphas are fitted; 0.999 is not, alpha = 0 cannot be drawn
+    assert table["points"].tolist() == [4] * 4
+    cells, _ = fastgt.load(str(sweep), traces=False)
+    means = cells.groupby("alpha")[["consensus", "p"]].mean().loc[STATIONARY]
+    expected = np.polyfit(np.log(1 / means["p"]), np.log(means["consensus"]), 1)[0]
+    first = table.iloc[0]
+    assert first["x"] == "1/p" and first["slope_simulated"] == pytest.approx(expected, rel=1e-9)
+
+    md = (out / "slopes.md").read_text()
+    transient = md.split("## Transient cells")[1].split("##")[0]
+    for seed in (0, 1):
+        assert f"alpha = 0.999, seed {seed}: ran 1000 steps = {1000 / tau:.2g} time constants" \
+            in transient
+    assert "alpha = 0.5," not in transient and "alpha = 0.95," not in transient
+
+    # hollow markers at the transient point, filled ones at the fitted points
+    (_, fig), = pngs(saved)
+    p = cells.groupby("alpha")["p"].mean()
+    for ax in fig.axes[:1]:
+        markers = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
+        hollow = [ln for ln in markers if ln.get_markerfacecolor() == "none"]
+        filled = [ln for ln in markers if ln.get_markerfacecolor() != "none"]
+        np.testing.assert_allclose(np.asarray(hollow[0].get_xdata(), float), [1 / p[0.999]])
+        np.testing.assert_allclose(np.sort(np.asarray(filled[0].get_xdata(), float)),
+                                   np.sort(1 / p[STATIONARY].to_numpy()))
+
+    kept, _ = report(str(sweep), str(tmp_path), include_transient=True)
+    assert kept["points"].tolist() == [5] * 4
+
+
+def test_two_sweeps_of_one_family_are_reported_apart(tmp_path, saved):
+    base = ('[run]\ntopology = "interp_ring"\nn = 16\nd = 2\nsteps = 1000\nrecord_every = 50\n'
+            "[[grid]]\nseed = [0, 1]\n")
+    write_sweep(tmp_path / "runs" / "a", base + "alpha = [0.5, 0.9]\n")
+    write_sweep(tmp_path / "runs" / "b", base + "alpha = [0.6, 0.8, 0.95]\n")
+    table, files = report(str(tmp_path / "runs"), str(tmp_path / "out"))
+    assert sorted(f.name for f in files if f.suffix == ".png") == [
+        "a_setupA_interp_ring_gt.png", "b_setupA_interp_ring_gt.png"]
+    assert table.groupby("sweep")["points"].apply(list).to_dict() == {"a": [2] * 4, "b": [3] * 4}
+    rows = [r for r in (tmp_path / "out" / "slopes.md").read_text().splitlines()
+            if r.startswith(("| a |", "| b |"))]
+    assert len(rows) == 8
+    for name, fig in pngs(saved):
+        sweep = name.rsplit("/", 1)[-1][0]
+        assert f"sweep {sweep} ({tmp_path / 'runs' / sweep})" in texts(fig)
+
+
+def test_figures_and_slopes_say_what_was_run_and_what_they_leave_out(sweep, reported):
+    _, out, saved = reported
+    md = (out / "slopes.md").read_text()
+    header = md.split("| sweep |")[0]
+    (_, fig), = pngs(saved)
+    for where in (header, texts(fig)):
+        assert f"sweep tiny ({sweep})" in where
+        for fact in ("n = 24", "d = 4", "steps = 1000", "stepsize = 0.05",
+                     "error bars: 95% CI over 2 seeds"):
+            assert fact in where, (fact, where)
+    # alpha = 0 (the complete graph, consensus ~1e-36) is named, in slopes.md and the figure
+    cells, _ = fastgt.load(str(sweep), traces=False)
+    assert cells.loc[cells.alpha == 0, "consensus"].max() < 1e-25
+    not_drawn = md.split("## Points not drawn")[1]
+    assert "alpha = 0 (2 cells): p = 1" in not_drawn
+    assert "not drawn: alpha = 0" in texts(fig)
+
+
+def overlapping_tick_labels(fig):
+    """Pairs of visible tick labels (within the view) whose drawn extents intersect."""
+    FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    found = []
+    for ax in fig.axes:
+        for axis, coord in ((ax.xaxis, 0), (ax.yaxis, 1)):
+            lo, hi = sorted(axis.get_view_interval())
+            boxes = []
+            for minor in (False, True):
+                locs = axis.get_minorticklocs() if minor else axis.get_majorticklocs()
+                ticks = axis.get_minor_ticks(len(locs)) if minor else axis.get_major_ticks(len(locs))
+                for loc, tick in zip(locs, ticks):
+                    label = tick.label1
+                    inside = lo * (1 - 1e-9) <= loc <= hi * (1 + 1e-9)
+                    if inside and label.get_visible() and label.get_text():
+                        boxes.append((label.get_text(), label.get_window_extent()))
+            for i, (ta, a) in enumerate(boxes):
+                for tb, b in boxes[i + 1:]:
+                    if a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1:
+                        found.append((ax.get_xlabel(), coord, ta, tb))
+    return found
+
+
+def test_report_tick_labels_never_overlap(reported):
+    (_, fig), = pngs(reported[2])
+    assert len(fig.axes) == 4
+    assert overlapping_tick_labels(fig) == []
+    # every panel keeps labels on both axes
+    for ax in fig.axes:
+        assert any(t.get_text() for t in ax.get_xticklabels(which="both"))
+        assert any(t.get_text() for t in ax.get_yticklabels(which="both"))
+
+
+def test_tracking_report_has_no_paper_bound(sweep, reported, tmp_path):
+    from click.testing import CliRunner
+
+    from fastgt.cli import report_cmd
+
+    table, out, _ = reported
+    assert "paper's bound" in (out / "slopes.md").read_text()
+    assert table["paper_bound_slope"].tolist() == [1.0, 0.5, pytest.approx(1 / 3), 1.0]
+    res = CliRunner().invoke(report_cmd, [str(sweep), "--out", str(tmp_path), "--metric",
+                                          "tracking", "--include-transient"])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "slopes.md").read_text()
+    assert md.startswith("# Log-log slopes of tracking") and "paper's bound" not in md
+    rows = [r.split("|")[1:-1] for r in md.splitlines() if r.startswith("| tiny |")]
+    # the transient point is fitted too, and so is alpha = 0: on the complete graph the
+    # tracking error (noise differences between nodes) is not 0, only consensus is
+    assert [r[-1].strip() for r in rows] == ["6"] * 4
+    assert "## Transient cells (hollow markers, fitted)" in md

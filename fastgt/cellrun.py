@@ -30,22 +30,33 @@ def run_arguments(params: dict, topologies: dict | None = None) -> dict:
 
     topologies: a memo of built mixing matrices (cells of one task often share one, and with
     it its spectrum and theory eigenvalues)."""
-    from . import problem, topology
+    keys = ("algorithm", "noise", "sigma2", "d", "stepsize", "steps", "record_every", "seed")
+    return {"topology": cell_topology(params, topologies), "problem": cell_problem(params),
+            **{k: params[k] for k in keys}}
+
+
+def cell_topology(params: dict, memo: dict | None = None):
+    """The cell's mixing matrix (from ``memo`` when built before; added to it)."""
+    from . import topology
 
     topo_keys = {v: k for k, v in TOPO_RENAME.items()}
-    prob_keys = {v: k for k, v in PROBLEM_RENAME.items()}
     tkw = {topo_keys.get(k, k): params[k] for k in topology_params(params["topology"])
            if k in params}
-    memo = {} if topologies is None else topologies
+    memo = {} if memo is None else memo
     key = (params["topology"], tuple(sorted(tkw.items())))
     if key not in memo:
         memo[key] = topology(params["topology"], **tkw)
-    W = memo[key]
-    prob = problem(params["problem"], **{prob_keys.get(k, k): params[k]
+    return memo[key]
+
+
+def cell_problem(params: dict):
+    """The cell's problem spec (fastgt.problem)."""
+    from . import problem
+
+    prob_keys = {v: k for k, v in PROBLEM_RENAME.items()}
+    return problem(params["problem"], **{prob_keys.get(k, k): params[k]
                                          for k in problem_grid_params(params["problem"])
                                          if k in params})
-    keys = ("algorithm", "noise", "sigma2", "d", "stepsize", "steps", "record_every", "seed")
-    return {"topology": W, "problem": prob, **{k: params[k] for k in keys}}
 
 
 #: parameters that may differ between the cells of one task (run_batch's per-cell ones)

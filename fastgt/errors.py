@@ -5,6 +5,13 @@ class FastGTError(ValueError):
     """Bad input from a user. The CLI prints ``str(err)`` on one line, never a traceback."""
 
 
+class DegenerateGraphError(FastGTError):
+    """The graph built is not a valid mixing matrix: disconnected, or bipartite with zero
+    self-weights (p = 0). For a random family (erdos_renyi, geometric) this is a property of
+    one instance (its graph_seed), not of the parameters: a sweep records such a cell as
+    failed and goes on (fastgt.grid)."""
+
+
 def short(value) -> str:
     """A one-line rendering of a value: its repr, or its type (and shape) when that is long."""
     r = repr(value)

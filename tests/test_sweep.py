@@ -101,6 +101,24 @@ def test_failed_and_diverged_cells_are_recorded_and_resumed(tmp_path):
     assert all(after[i] > before[i] for i in before)
 
 
+def test_a_disconnected_random_graph_fails_its_cell_only(tmp_path):
+    """erdos_renyi(n=12, prob=0.3) is disconnected for graph_seed 2 of 0..3: that cell is
+    recorded as failed with its message, the other three run."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[run]\ntopology = "erdos_renyi"\nn = 12\nprob = 0.3\nd = 2\n'
+                    'steps = 20\nrecord_every = 10\n[[grid]]\ngraph_seed = [0, 1, 2, 3]\n')
+    out = tmp_path / "out"
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), "--workers", "1",
+                                        "--quiet"])
+    assert res.exit_code != 0 and _summary(res.output)["ok"] == 3, res.output
+    cells, _ = load(out)
+    bad = cells[cells.status == "failed"]
+    assert list(bad.graph_seed) == [2] and "disconnected" in bad.error.iloc[0]
+    st = CliRunner().invoke(status_cmd, [str(out), "--failed"])
+    assert "done      3 (ok 3, diverged 0)" in st.output and "failed    1" in st.output
+    assert f"{bad.id.iloc[0]}  DegenerateGraphError: graph is disconnected" in st.output
+
+
 def _start(spec, out, workers, **kw):
     """A sweep in the background, one cell per task (--max-batch 1) so that cells finish
     one at a time and a kill lands between them."""

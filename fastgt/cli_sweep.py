@@ -10,7 +10,8 @@ import threading
 import click
 
 from .cli_common import user_errors
-from .executors import EXECUTORS, MAX_BATCH
+from .executors import EXECUTORS
+from .tasks import MAX_BATCH
 
 
 @click.command("grid")
@@ -28,7 +29,8 @@ from .executors import EXECUTORS, MAX_BATCH
               help="dask: 'local' (a LocalCluster on 127.0.0.1) or tcp://HOST:PORT  [default: local]")
 @click.option("--max-batch", type=int, default=MAX_BATCH,
               help="most cells a worker advances together in one compiled loop (cells that "
-                   "differ only in seed, stepsize, sigma2, alpha or self_weight); 1: one by one")
+                   "differ only in seed, stepsize, sigma2, alpha or self_weight; fewer when "
+                   "they would take more than a few seconds); 1: one by one")
 @click.option("--force", is_flag=True, help="recompute cells that are already finished")
 @click.option("--retry-failed", is_flag=True, help="recompute cells recorded as failed")
 @click.option("--dry-run", is_flag=True, help="list the cells and what is done; run nothing")
@@ -94,9 +96,11 @@ def _dry_run(cells, out) -> None:
 @click.option("--failed", "show_failed", is_flag=True, help="also list failed cells and errors")
 @user_errors
 def status(out, show_failed):
-    """Counts of done / failed / running / missing cells of a sweep directory.
+    """Counts of done / failed / running / queued / missing cells of a sweep directory.
 
-    Missing cells are those of DIR/grid.toml (the spec last run there) without a result.
+    Running and queued cells are claimed by a live sweep (queued: submitted, waiting for a
+    worker); missing cells are those of DIR/grid.toml (the spec last run there) without a
+    result or a claim.
     """
     from .errors import FastGTError
     from .grid import parse_spec
@@ -109,10 +113,11 @@ def status(out, show_failed):
     counts = cells.status.value_counts()
     claims = store.claims()
     live = {k for k, v in claims.items() if not store.stale(v)}
+    queued = sum(claims[k].get("state") == "queued" for k in live)
     text = store.get_text("grid.toml")
     ok, div, failed = (int(counts.get(k, 0)) for k in ("ok", "diverged", "failed"))
     lines = [f"done      {ok + div} (ok {ok}, diverged {div})", f"failed    {failed}",
-             f"running   {len(live)}"]
+             f"running   {len(live) - queued}", f"queued    {queued}"]
     if text is not None:
         ids = {c.id for c in parse_spec(text, f"{out}/grid.toml").cells()}
         have = set(cells.id)

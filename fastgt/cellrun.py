@@ -10,7 +10,7 @@ import socket
 import time
 import traceback
 
-from .flat import build, problem_flat_params, topology_params
+from .flat import flat_problem, flat_topology, problem_flat_params, topology_params
 from .runner import METRICS
 
 #: thread-count variables of numba and the BLAS/OpenMP libraries, set in every worker
@@ -30,11 +30,22 @@ def run_arguments(params: dict, topologies: dict | None = None) -> dict:
 
     topologies: a memo of built mixing matrices (cells of one task often share one, and with
     it its spectrum and theory eigenvalues)."""
-    flat = {k: params[k] for k in (*topology_params(params["topology"]),
-                                   *problem_flat_params(params["problem"])) if k in params}
-    W, prob = build(params["topology"], params["problem"], flat, topologies)
     keys = ("algorithm", "noise", "sigma2", "d", "stepsize", "steps", "record_every", "seed")
-    return {"topology": W, "problem": prob, **{k: params[k] for k in keys}}
+    return {"topology": cell_topology(params, topologies), "problem": cell_problem(params),
+            **{k: params[k] for k in keys}}
+
+
+def cell_topology(params: dict, memo: dict | None = None):
+    """The cell's mixing matrix (from ``memo`` when built before; added to it)."""
+    name = params["topology"]
+    return flat_topology(name, {k: params[k] for k in topology_params(name) if k in params},
+                         memo)
+
+
+def cell_problem(params: dict):
+    """The cell's problem spec (fastgt.problem)."""
+    name = params["problem"]
+    return flat_problem(name, {k: params[k] for k in problem_flat_params(name) if k in params})
 
 
 #: parameters that may differ between the cells of one task (run_batch's per-cell ones)

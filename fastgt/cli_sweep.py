@@ -11,8 +11,9 @@ import click
 
 from .cli_common import FIGURE_FORMATS, ResultError, user_errors
 from .errors import FastGTError, WriteFailed
-from .executors import DASK_HINT, EXECUTORS, MAX_BATCH
+from .executors import DASK_HINT, EXECUTORS
 from .outputs import check_dir, check_file, write_file
+from .tasks import MAX_BATCH
 
 
 @click.command("grid")
@@ -34,7 +35,8 @@ from .outputs import check_dir, check_file, write_file
               help="dask: 'local' (a LocalCluster on 127.0.0.1) or tcp://HOST:PORT  [default: local]")
 @click.option("--max-batch", type=int, default=MAX_BATCH,
               help="most cells a worker advances together in one compiled loop (cells that "
-                   "differ only in seed, stepsize, sigma2, alpha or self_weight); 1: one by one")
+                   "differ only in seed, stepsize, sigma2, alpha or self_weight; fewer when "
+                   "they would take more than a few seconds); 1: one by one")
 @click.option("--force", is_flag=True, help="recompute cells that are already finished")
 @click.option("--retry-failed", is_flag=True, help="recompute cells recorded as failed")
 @click.option("--dry-run", is_flag=True, help="list the cells and what is done; run nothing")
@@ -107,9 +109,11 @@ def _dry_run(cells, out) -> None:
               help="also list failed and diverged cells with their errors")
 @user_errors
 def status(directory, show_failed):
-    """Counts of done / failed / running / missing cells of the sweep DIR.
+    """Counts of done / failed / running / queued / missing cells of the sweep DIR.
 
-    Missing cells are those of DIR/grid.toml (the spec last run there) without a result.
+    Running and queued cells are claimed by a live sweep (queued: submitted, waiting for a
+    worker); missing cells are those of DIR/grid.toml (the spec last run there) without a
+    result or a claim.
     """
     from .grid import parse_spec
     from .storage import open_sweep
@@ -119,10 +123,11 @@ def status(directory, show_failed):
     counts = cells.status.value_counts()
     claims = store.claims()
     live = {k for k, v in claims.items() if not store.stale(v)}
+    queued = sum(claims[k].get("state") == "queued" for k in live)
     text = store.get_text("grid.toml")
     ok, div, failed = (int(counts.get(k, 0)) for k in ("ok", "diverged", "failed"))
     lines = [f"done      {ok + div} (ok {ok}, diverged {div})", f"failed    {failed}",
-             f"running   {len(live)}"]
+             f"running   {len(live) - queued}", f"queued    {queued}"]
     if text is not None:
         ids = {c.id for c in parse_spec(text, f"{directory}/grid.toml").cells()}
         have = set(cells.id)

@@ -5,6 +5,13 @@ class FastGTError(ValueError):
     """Bad input from a user. The CLI prints ``str(err)`` on one line, never a traceback."""
 
 
+class DegenerateGraphError(FastGTError):
+    """The graph built is not a valid mixing matrix: disconnected, or bipartite with zero
+    self-weights (p = 0). For a random family (erdos_renyi, geometric) this is a property of
+    one instance (its graph_seed), not of the parameters: a sweep records such a cell as
+    failed and goes on (fastgt.grid)."""
+
+
 class WriteFailed(RuntimeError):
     """An output that could not be written after the work was done (a full disk, say). The
     CLI prints it on one line and exits 1; the message says what was kept."""

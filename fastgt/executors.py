@@ -10,7 +10,10 @@ Every worker gets NUMBA_NUM_THREADS / OMP_NUM_THREADS / ... = ``threads`` in its
 before it imports numba, and every task runs under ``numba_threads(threads)``, so the thread
 count is enforced, not just requested (the cell row records the count that ran). The driver
 (this process) claims each cell just before submitting it, writes each result atomically as
-it arrives and releases the claim: a killed sweep loses only the cells in flight.
+it arrives and releases the claim: a killed sweep loses only the cells in flight, at most
+one task (bounded by its estimated run time, fastgt.tasks) per worker and one queued task.
+A claim says whether its cell is queued or running: backends start tasks in the order they
+get them, so of the tasks in flight the first ``slots`` (one per worker) are running.
 """
 
 from __future__ import annotations
@@ -22,18 +25,16 @@ import math
 import os
 import sys
 import time
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .cellrun import THREAD_ENV, batch_key, failed_row, ping, run_cells, warm_cache, worker_init
-from .errors import FastGTError, check_choice, check_int
+from .cellrun import THREAD_ENV, failed_row, ping, run_cells, warm_cache, worker_init
+from .errors import FastGTError, check_choice, check_float, check_int
+from .tasks import MAX_BATCH, TASK_SECONDS, Planner
 
 if TYPE_CHECKING:
     from .storage import Store
-
-#: default for the most cells in one task (one compiled loop, see fastgt.run_batch)
-MAX_BATCH = 16
 
 EXECUTORS = ("local", "dask")
 DASK_HINT = "pip install 'fastgt[dask]'"
@@ -118,7 +119,8 @@ class LocalBackend:
 
     def __init__(self, workers: int, threads: int):
         self.workers, self.threads = workers, threads
-        self.capacity = workers + 1  # one queued cell keeps workers busy while results are written
+        self.slots = workers  # tasks running at once
+        self.capacity = workers + 1  # one queued task keeps workers busy while results are written
         self._start()
 
     def _start(self) -> None:
@@ -195,7 +197,8 @@ class DaskBackend:
             raise FastGTError(f"scheduler={scheduler!r} is unreachable ({err}): allowed "
                               "'local' or the address of a running Dask scheduler") from None
         nthreads = self.client.nthreads()
-        self.capacity = sum(nthreads.values()) + 1
+        self.slots = sum(nthreads.values())
+        self.capacity = self.slots + 1
         if any(k > 1 for k in nthreads.values()):
             print(f"fastgt: Dask workers with several threads run that many cells at once, each "
                   f"with {threads} numba thread(s); start them with --nthreads 1", file=sys.stderr)
@@ -250,18 +253,22 @@ def make_backend(executor: str, workers: int, threads: int, scheduler: str | Non
 def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
               threads: int = 1, scheduler: str | None = None, force: bool = False,
               retry_failed: bool = False, spec_text: str | None = None,
-              progress: bool = True, max_batch: int = MAX_BATCH) -> SweepReport:
+              progress: bool = True, max_batch: int = MAX_BATCH,
+              task_seconds: float = TASK_SECONDS) -> SweepReport:
     """Compute every cell not yet in ``out`` and write one file per cell; see the module doc.
 
     force: recompute finished cells too (not those a concurrent sweep finished meanwhile);
-    retry_failed: recompute cells recorded as failed. Ctrl-C (KeyboardInterrupt) stops the
-    workers, releases this sweep's claims and propagates.
+    retry_failed: recompute cells recorded as failed. max_batch: most cells in one task;
+    task_seconds: most estimated seconds of work in one task (at least one cell), see
+    fastgt.tasks. Ctrl-C (KeyboardInterrupt) stops the workers, releases this sweep's claims
+    and propagates.
     """
     check_executor(executor, scheduler)  # before DIR is touched
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     workers = check_int("workers", usable if workers is None else workers, 1)
     threads = check_int("threads_per_worker", threads, 1)
     max_batch = check_int("max_batch", max_batch, 1)
+    task_seconds = check_float("task_seconds", task_seconds, 0.0, lo_open=True)
     t0 = time.time()
     from .storage import Store  # pyarrow and pandas only for sweeps
 
@@ -280,7 +287,8 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     backend = None
     try:
         backend = make_backend(executor, workers, threads, scheduler)
-        _dispatch(backend, todo, replace, store, report, sweep, threads, progress, max_batch)
+        planner = Planner(todo, backend.slots, max_batch, threads, task_seconds)
+        _dispatch(backend, planner, replace, store, report, sweep, threads, progress)
     except BaseException:
         if backend is not None:
             backend.close(terminate=True)
@@ -306,32 +314,64 @@ def _todo(cells, store: Store, force: bool, retry_failed: bool) -> tuple[list, s
     return [c for c in cells if c.id not in done or c.id in redo], redo
 
 
-def _tasks(todo: list, slots: int, max_batch: int) -> deque:
-    """Cells grouped into tasks: cells of one ``batch_key`` share a compiled loop
-    (fastgt.run_batch), in tasks of at most max_batch cells, sized so that every slot gets work."""
-    groups: dict = {}
-    for cell in todo:
-        groups.setdefault(batch_key(cell.params), []).append(cell)
-    tasks: deque = deque()
-    for group in groups.values():
-        size = max(1, min(max_batch, math.ceil(len(group) / slots)))
-        tasks.extend(group[i:i + size] for i in range(0, len(group), size))
-    return tasks
+class _InFlight:
+    """The tasks submitted and not finished, in submission order, and their claims' states:
+    the first ``slots`` can be running (backends start tasks in the order they get them),
+    the others are queued."""
+
+    def __init__(self, store: Store, slots: int):
+        self.store, self.slots = store, slots
+        self.tasks: dict = {}  # future -> cells, in submission order
+        self.running: set = set()
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def next_state(self) -> str:
+        """The state of the claims of the next task submitted."""
+        return "running" if len(self.tasks) < self.slots else "queued"
+
+    def add(self, fut, cells: list, state: str) -> None:
+        self.tasks[fut] = cells
+        if state == "running":
+            self.running.add(fut)
+
+    def pop(self, fut) -> list:
+        """A finished task's cells; the first queued task moves up to running."""
+        cells = self.tasks.pop(fut)
+        self.running.discard(fut)
+        for first in list(self.tasks)[:self.slots]:
+            if first not in self.running:
+                self.running.add(first)
+                for cell in self.tasks[first]:
+                    self.store.mark(cell.id, "running")
+        return cells
+
+    def cells(self) -> tuple[int, int]:
+        """(running, queued) cell counts."""
+        running = sum(len(self.tasks[f]) for f in self.running)
+        return running, sum(map(len, self.tasks.values())) - running
 
 
-def _dispatch(backend, todo, replace: set, store: Store, report: SweepReport, sweep: dict,
-              threads: int, progress: bool, max_batch: int) -> None:
+def _dispatch(backend, planner: Planner, replace: set, store: Store, report: SweepReport,
+              sweep: dict, threads: int, progress: bool) -> None:
     from tqdm import tqdm
 
-    pending = _tasks(todo, max(1, backend.capacity - 1), max_batch)
-    inflight: dict = {}
-    with tqdm(total=len(todo), unit="cell", disable=not progress or None, file=sys.stderr,
+    inflight = _InFlight(store, backend.slots)
+    with tqdm(total=len(planner), unit="cell", disable=not progress or None, file=sys.stderr,
               dynamic_ncols=True) as bar:
-        while pending or inflight:
-            while pending and len(inflight) < backend.capacity:
+
+        def show(refresh: bool = False):  # else shown with the next update of the bar
+            running, queued = inflight.cells()
+            bar.set_postfix(failed=report.failed, diverged=report.status["diverged"],
+                            running=running, queued=queued, refresh=refresh)
+
+        while planner or inflight:
+            while planner and len(inflight) < backend.capacity:
+                state = inflight.next_state()
                 claimed = []
-                for cell in pending.popleft():
-                    if not store.claim(cell.id):
+                for cell in planner.next_task():
+                    if not store.claim(cell.id, state):
                         report.busy += 1
                         bar.update()
                     elif _finished_meanwhile(store, cell.id, cell.id in replace, sweep["started"]):
@@ -341,16 +381,19 @@ def _dispatch(backend, todo, replace: set, store: Store, report: SweepReport, sw
                     else:
                         claimed.append(cell)
                 if claimed:
-                    inflight[backend.submit([c.params for c in claimed], threads)] = claimed
-            for fut in backend.wait_any(list(inflight)):
+                    inflight.add(backend.submit([c.params for c in claimed], threads), claimed,
+                                 state)
+            show(refresh=True)  # once per task: what the bar says while the workers compute
+            for fut in backend.wait_any(list(inflight.tasks)):
                 task = inflight.pop(fut)
-                for cell, (row, trace, meta) in zip(task, backend.result(fut, len(task))):
+                results = backend.result(fut, len(task))
+                for cell, (row, trace, meta) in zip(task, results):
                     store.write(cell.id, cell.params, row, trace, {**meta, "sweep": sweep})
                     store.release(cell.id)
                     report.status[row["status"]] += 1
+                    show()
                     bar.update()
-                bar.set_postfix(failed=report.failed, diverged=report.status["diverged"],
-                                refresh=False)
+                planner.observe(task, [row for row, _, _ in results])
 
 
 def _finished_meanwhile(store: Store, cell_id: str, replacing: bool, started: float) -> bool:

@@ -64,12 +64,11 @@ def split(topo_name: str | None, prob_name: str | None, params: dict) -> tuple[d
     return tkw, pkw
 
 
-def build(topo, prob, params: dict, memo: dict | None = None) -> tuple[MixingMatrix, ProblemSpec]:
+def build(topo, prob, params: dict) -> tuple[MixingMatrix, ProblemSpec]:
     """The mixing matrix and problem spec of flat ``params``.
 
     topo: a family name or a built MixingMatrix (which takes no parameters); prob: a problem
-    name or spec (a spec takes no parameters). memo: built matrices by family and
-    parameters (cells of a sweep often share one, and with it its spectrum)."""
+    name or spec (a spec takes no parameters)."""
     topo_name = topo if isinstance(topo, str) else None
     spec = problem(prob) if not isinstance(prob, str) else None  # a spec, or the standard error
     tkw, pkw = split(topo_name, prob if spec is None else spec.name, params)
@@ -77,18 +76,23 @@ def build(topo, prob, params: dict, memo: dict | None = None) -> tuple[MixingMat
         key = next(iter(pkw))
         raise FastGTError(f"{PROBLEM_RENAME.get(key, key)} does not apply to a built problem "
                           "spec: pass the problem's name and its parameters instead")
-    if topo_name is None:
-        W = topo
-    elif memo is None:
-        W = topology(topo_name, **tkw)
-    else:
-        key = (topo_name, tuple(sorted(tkw.items())))
-        if key not in memo:
-            memo[key] = topology(topo_name, **tkw)
-        W = memo[key]
+    W = topo if topo_name is None else topology(topo_name, **tkw)
     return W, spec if spec is not None else problem(prob, **pkw)
 
 
-def flat_topology(name: str, params: dict) -> MixingMatrix:
-    """The mixing matrix of family ``name`` from flat parameters (graph_seed=, matrix=)."""
-    return topology(name, **split(name, None, params)[0])
+def flat_topology(name: str, params: dict, memo: dict | None = None) -> MixingMatrix:
+    """The mixing matrix of family ``name`` from flat parameters (graph_seed=, matrix=).
+    memo: matrices built before, by family and parameters (cells of a sweep often share
+    one, and with it its spectrum)."""
+    tkw = split(name, None, params)[0]
+    if memo is None:
+        return topology(name, **tkw)
+    key = (name, tuple(sorted(tkw.items())))
+    if key not in memo:
+        memo[key] = topology(name, **tkw)
+    return memo[key]
+
+
+def flat_problem(name: str, params: dict) -> ProblemSpec:
+    """The problem spec of problem ``name`` from flat parameters (problem_seed=)."""
+    return problem(name, **split(None, name, params)[1])

@@ -17,8 +17,9 @@ Cell parameters are flat: the run parameters of :func:`fastgt.run` (algorithm, p
 sigma2, d, stepsize, steps, record_every, seed), the topology family and its parameters (the
 random-graph seed is ``graph_seed``) and the problem's scalar parameters (its seed is
 ``problem_seed``). Every mistake (unknown key, wrong type or range, a parameter that does not
-apply to a cell's topology or problem, an empty list) is a one-line :class:`FastGTError` naming
-the file line and the allowed values, raised before anything runs.
+apply to a cell's topology or problem, an empty list, a value only a build can judge) is a
+one-line :class:`FastGTError` naming the file line and the allowed values, raised before
+anything runs; a random graph that comes out disconnected for one graph_seed is a failed cell.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from functools import partial
 from pathlib import Path
 
 from .algorithms import ALGORITHMS
-from .errors import FastGTError, bad, check_choice, check_float, check_int
+from .errors import DegenerateGraphError, FastGTError, bad, check_choice, check_float, check_int
 from .flat import not_applicable, problem_flat_params, topology_params
 from .problems import NOISES, PROBLEMS
 from .runner import run as _run
@@ -216,10 +217,12 @@ class GridSpec:
         return cells
 
     def _check_buildable(self, cells: list[Cell]) -> None:
-        """Build every distinct topology (and problem, on a tiny n, d) of the cells once, so
-        that values only a build can judge (a hypercube's n, a disconnected random graph,
-        mu > L) are errors before anything runs."""
-        from .cellrun import run_arguments
+        """Build every distinct problem (on a tiny n, d) and topology of the cells once, so
+        that values only a build can judge (mu > L, a hypercube's n, a ring's zero
+        self_weight) are errors before anything runs. A random graph that comes out
+        disconnected or bipartite is not: that is one instance (its graph_seed), and its
+        cell is recorded as failed while the rest of the sweep runs."""
+        from .cellrun import cell_problem, cell_topology
 
         free = {"seed", "stepsize", "sigma2", "steps", "record_every", "noise", "algorithm", "d"}
         seen = set()
@@ -229,8 +232,12 @@ class GridSpec:
                 continue
             seen.add(key)
             try:
-                run_arguments(cell.params)["problem"].build(2, 1)
+                cell_problem(cell.params).build(2, 1)
+                cell_topology(cell.params)
             except FastGTError as err:
+                random = "graph_seed" in topology_params(cell.params["topology"])
+                if isinstance(err, DegenerateGraphError) and random:
+                    continue
                 shown = ", ".join(f"{k}={v}" for k, v in key)
                 raise FastGTError(f"{self.source}: cell with {shown}: {err}") from None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import numba
 
@@ -41,27 +42,51 @@ def threading_layer() -> str:
 _state = {"warm": False, "warming": False}
 
 
-def _stamp() -> str:
-    """Size and mtime of every kernel source: what numba's cache index checks too."""
-    from pathlib import Path
+def _kernels() -> list:
+    """One compiled kernel of every kernel source file, by module name."""
+    import types
+
+    from numba.core.dispatcher import Dispatcher
 
     from . import kernels
 
-    files = sorted(Path(kernels.__file__).parent.glob("*.py"))
-    return " ".join(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files)
+    first = {}
+    for mod in vars(kernels).values():
+        if isinstance(mod, types.ModuleType) and mod.__name__.startswith(kernels.__name__ + "."):
+            jitted = [v for v in vars(mod).values()
+                      if isinstance(v, Dispatcher) and v.__module__ == mod.__name__]
+            if jitted:
+                first[mod.__name__] = jitted[0]
+    return [first[k] for k in sorted(first)]
 
 
-def _marker():
-    from pathlib import Path
+def _marker() -> tuple[Path, str]:
+    """The marker file, and the text it holds once warmup() has compiled every kernel
+    there: what numba's on-disk cache checks before it loads a kernel instead of compiling
+    it, asked of numba's own cache locators (no public API: the dispatchers' ``_cache``).
 
-    return Path(cache_dir()) / "fastgt-warm"
+    - Where: numba keeps a source file's entries in a subdirectory of the cache named
+      after the file's directory path, so two copies of fastgt sharing FASTGT_CACHE_DIR (two
+      checkouts, a checkout and an installed copy) each compile their own kernels once;
+      the marker lives there too, one per copy.
+    - What: each kernel file's source stamp (its content hash; mtime and size before numba
+      0.61), which the entries' index must match, and the target machine (CPU name and
+      features), by which the index keys machine code.
+    """
+    ks = _kernels()
+    locators = [k._cache._impl.locator for k in ks]
+    stamps = [f"{Path(k.py_func.__code__.co_filename).name} {loc.get_source_stamp()!r}"
+              for k, loc in zip(ks, locators)]
+    machine = repr(ks[0].targetctx.codegen().magic_tuple())
+    return Path(locators[0].get_cache_path()) / "fastgt-warm", "\n".join([*stamps, machine])
 
 
 def is_warm() -> bool:
-    """Whether the compile cache holds every kernel for the current sources."""
+    """Whether the compile cache holds every kernel for this copy of fastgt (its sources
+    and their place) and this machine: whether a run would load them, not compile."""
     if not _state["warm"]:
-        m = _marker()
-        _state["warm"] = m.exists() and m.read_text() == _stamp()
+        m, text = _marker()
+        _state["warm"] = m.exists() and m.read_text() == text
     return _state["warm"]
 
 
@@ -88,9 +113,9 @@ def warmup(verbose: bool = False) -> float:
         run(algorithm="gt", topology=topology("complete", n=8), d=3, steps=2, record_every=1)
     finally:
         _state["warming"] = False
-    m = _marker()
+    m, text = _marker()
     m.parent.mkdir(parents=True, exist_ok=True)
-    m.write_text(_stamp())
+    m.write_text(text)
     _state["warm"] = True
     dt = time.perf_counter() - t
     if verbose:
@@ -99,7 +124,8 @@ def warmup(verbose: bool = False) -> float:
 
 
 def ensure_warm() -> None:
-    """Compile every kernel now if this machine has not yet, saying so (once per machine)."""
+    """Compile every kernel now if this machine has not yet for this copy of fastgt, saying
+    so (the announcement appears exactly when numba compiles, see _marker)."""
     if _state["warming"] or is_warm():
         return
     print("fastgt: compiling the kernels once for this machine (about 10-30 s; "

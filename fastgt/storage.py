@@ -5,7 +5,8 @@ Layout of an output directory DIR::
     DIR/grid.toml               the spec of the last ``fastgt grid`` run on DIR
     DIR/cells/<id>.parquet      one row per cell: parameters, spectrum, plateaus, status, timings
     DIR/traces/<id>.parquet     the cell's trace rows (step, metrics) with its id and parameters
-    DIR/claims/<id>             a cell being computed: {"pid", "host", ...} of the sweep doing it
+    DIR/claims/<id>             a cell being computed: {"pid", "host", ..., "state"} of the
+                                sweep doing it, state "queued" or "running"
 
 Every file is written under a temporary name starting with "." and renamed into place, so
 readers (which skip names starting with "." or "_", as pyarrow does) never see a partial
@@ -111,11 +112,16 @@ class Store:
         self._put("cells", cell_id, _table(cols, 1, CELL_SCHEMA, meta))
 
     def _put(self, sub: str, cell_id: str, table: pa.Table) -> None:
-        tmp = f"{self.root}/{sub}/.{cell_id}.{secrets.token_hex(4)}.tmp"
+        self._replace(self.path(sub, cell_id), cell_id, lambda f: pq.write_table(table, f))
+
+    def _replace(self, path: str, name: str, write) -> None:
+        """Create or replace ``path`` atomically: ``write(file)`` fills a temporary
+        ``.<name>.<random>.tmp`` beside it, which is then renamed into place."""
+        tmp = f"{path.rsplit('/', 1)[0]}/.{name}.{secrets.token_hex(4)}.tmp"
         try:
             with self.fs.open(tmp, "wb") as f:
-                pq.write_table(table, f)
-            self.fs.mv(tmp, self.path(sub, cell_id))
+                write(f)
+            self.fs.mv(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 self.fs.rm(tmp)
@@ -123,10 +129,7 @@ class Store:
 
     def put_text(self, name: str, text: str) -> None:
         """Write DIR/<name> atomically (used for grid.toml)."""
-        tmp = f"{self.root}/.{name}.{secrets.token_hex(4)}.tmp"
-        with self.fs.open(tmp, "wb") as f:
-            f.write(text.encode())
-        self.fs.mv(tmp, f"{self.root}/{name}")
+        self._replace(f"{self.root}/{name}", name, lambda f: f.write(text.encode()))
 
     def get_text(self, name: str) -> str | None:
         try:
@@ -143,7 +146,7 @@ class Store:
     def remove_stale_temporaries(self) -> int:
         """Delete temporaries of cells nobody computes any more (left by a killed sweep)."""
         removed = 0
-        for sub in ("cells", "traces"):
+        for sub in SUBDIRS:
             for name in self._ls(sub):
                 base = name.rsplit("/", 1)[-1]
                 if not (base.startswith(".") and base.endswith(".tmp")):
@@ -180,14 +183,16 @@ class Store:
 
     # ---------------------------------------------------------------- claims
 
-    def claim(self, cell_id: str) -> bool:
-        """Take the cell for this process; False if a live sweep holds it.
+    def claim(self, cell_id: str, state: str = "running") -> bool:
+        """Take the cell for this process, its claim saying ``state`` ("queued" or
+        "running"); False if a live sweep holds it.
 
         A claim is created exclusively (O_EXCL on local disks). A claim of a dead process on
         this host is stale and taken over, under a lock so that two reruns cannot both win.
         """
         path = self.path("claims", cell_id)
-        if self._create(path):
+        payload = self._claim_payload(state)
+        if self._create(path, payload):
             self.held.add(cell_id)
             return True
         info = self.read_claim(cell_id)
@@ -199,10 +204,20 @@ class Store:
             if info is not None:
                 with contextlib.suppress(FileNotFoundError):
                     self.fs.rm(path)
-            if self._create(path):
+            if self._create(path, payload):
                 self.held.add(cell_id)
                 return True
         return False
+
+    def mark(self, cell_id: str, state: str) -> None:
+        """Change the state of a claim this process holds (atomically: readers see the old
+        claim or the new one)."""
+        if cell_id in self.held:
+            payload = self._claim_payload(state)
+            self._replace(self.path("claims", cell_id), cell_id, lambda f: f.write(payload))
+
+    def _claim_payload(self, state: str) -> bytes:
+        return json.dumps({**self.me, "time": time.time(), "state": state}).encode()
 
     def release(self, cell_id: str) -> None:
         if cell_id in self.held:
@@ -246,8 +261,7 @@ class Store:
                 out[base] = self.read_claim(base) or {}
         return out
 
-    def _create(self, path: str) -> bool:
-        payload = json.dumps({**self.me, "time": time.time()}).encode()
+    def _create(self, path: str, payload: bytes) -> bool:
         try:
             with self.fs.open(path, "xb") as f:
                 f.write(payload)

@@ -7,6 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+import fastgt
 from fastgt import grid as G
 from fastgt.cli_sweep import grid as grid_cmd
 from fastgt.errors import FastGTError
@@ -178,9 +179,22 @@ def test_dry_run_lists_cells(tmp_path):
     ('topology = "torus"\nn = 10', "perfect square"),
     ('topology = "ring"\nn = 10\nproblem = "hetero_quadratic"\nmu = 5.0\nL = 1.0', "mu=5.0"),
     ('topology = "ring"\nn = 10\nself_weight = 0.0', "eigenvalue -1"),
-    ('topology = "erdos_renyi"\nn = 30\nprob = 0.01', "disconnected"),
+    (('topology = "erdos_renyi"\nn = 12\nprob = 0.3\ngraph_seed = 2\n'
+      'problem = "hetero_quadratic"\nmu = 5.0\nL = 1.0'),
+     r"mu=5.0 is invalid: allowed a number in \(0, 1\]"),
 ])
 def test_values_only_a_build_can_judge_fail_before_anything_runs(body, match):
-    """Checked by building each distinct topology and problem once while expanding."""
+    """Checked by building each distinct topology and problem once while expanding (the
+    problem first: a disconnected random graph does not hide a wrong mu)."""
     with pytest.raises(FastGTError, match=match):
         G.parse_spec(f"[run]\n{body}\n").cells()
+
+
+def test_a_disconnected_random_graph_is_a_cell_not_a_spec_error():
+    """erdos_renyi(n=12, prob=0.3) is disconnected for graph_seed 2 only: the spec is fine,
+    that cell fails when it runs (tests/test_sweep.py), and fastgt.topology still refuses it."""
+    cells = G.parse_spec('[run]\ntopology = "erdos_renyi"\nn = 12\nprob = 0.3\n'
+                         '[[grid]]\ngraph_seed = [0, 1, 2, 3]\n').cells()
+    assert [c.params["graph_seed"] for c in cells] == [0, 1, 2, 3]
+    with pytest.raises(FastGTError, match="disconnected"):
+        fastgt.topology("erdos_renyi", n=12, prob=0.3, seed=2)

@@ -101,6 +101,24 @@ def test_failed_and_diverged_cells_are_recorded_and_resumed(tmp_path):
     assert all(after[i] > before[i] for i in before)
 
 
+def test_a_disconnected_random_graph_fails_its_cell_only(tmp_path):
+    """erdos_renyi(n=12, prob=0.3) is disconnected for graph_seed 2 of 0..3: that cell is
+    recorded as failed with its message, the other three run."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[run]\ntopology = "erdos_renyi"\nn = 12\nprob = 0.3\nd = 2\n'
+                    'steps = 20\nrecord_every = 10\n[[grid]]\ngraph_seed = [0, 1, 2, 3]\n')
+    out = tmp_path / "out"
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), "--workers", "1",
+                                        "--quiet"])
+    assert res.exit_code != 0 and _summary(res.output)["ok"] == 3, res.output
+    cells, _ = load(out)
+    bad = cells[cells.status == "failed"]
+    assert list(bad.graph_seed) == [2] and "disconnected" in bad.error.iloc[0]
+    st = CliRunner().invoke(status_cmd, [str(out), "--failed"])
+    assert "done      3 (ok 3, diverged 0)" in st.output and "failed    1" in st.output
+    assert f"{bad.id.iloc[0]}  failed  DegenerateGraphError: graph is disconnected" in st.output
+
+
 def _start(spec, out, workers, **kw):
     """A sweep in the background, one cell per task (--max-batch 1) so that cells finish
     one at a time and a kill lands between them."""
@@ -158,6 +176,46 @@ def test_sigkill_loses_only_cells_in_flight_and_rerun_completes(tmp_path):
     before, after = min(first), min(ids - first)
     for cell_id in (before, after):
         _assert_equal_to_direct(cells, traces, cell_id, STEPS)
+
+
+SWEEP = """
+import sys
+from fastgt.executors import run_sweep
+from fastgt.grid import load_spec
+
+run_sweep(load_spec(sys.argv[1]).cells(), sys.argv[2], workers=2, progress=False,
+          task_seconds=float(sys.argv[3]))
+"""
+
+
+def test_sigkill_of_batched_cells_loses_at_most_one_bounded_task_per_worker(tmp_path):
+    """40 batchable cells of ~0.2 s (default max_batch 16) with tasks bounded to 0.5 s of
+    estimated work: they go a few to a task (not 16 at once), reach the disk task by task,
+    and a SIGKILL loses at most one task per worker (running) and one queued task."""
+    steps = 40_000
+    spec = _spec(tmp_path, steps, 40)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", SWEEP, str(spec), str(out), "0.5"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    _wait_for_files(out, 6, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    _all_readable(out)
+    store = fastgt.storage.Store(out, create=False)
+    done = store.ids()
+    assert store.ids("traces") >= done  # a cell file means a finished cell
+    batches = [store.provenance(i)["batch"] for i in done]
+    assert 1 <= max(batches) < 16  # bounded by time, not by max_batch
+    cells, traces = load(out)
+    # a task takes floor(0.5 s / a cell's calibrated time) cells, the calibration being the
+    # measured wall time per cell of a finished task: no task can exceed this cap
+    cap = max(1, int(0.5 // cells["wall_time"].min()))
+    lost = {k: v["state"] for k, v in store.claims().items() if k not in done}
+    running = sum(state == "running" for state in lost.values())
+    assert cap < 16 and running <= 2 * cap and len(lost) - running <= cap, (cap, lost)
+    assert len(cells) == len(done) < 40 and len(traces) == 21 * len(done)
+    _assert_equal_to_direct(cells, traces, min(done), steps)
 
 
 def test_ctrl_c_stops_cleanly(tmp_path):
@@ -273,6 +331,54 @@ def test_max_batch_one_runs_cells_one_by_one(tmp_path):
     assert {store.provenance(c.id)["batch"] for c in cells} == {1}
     with pytest.raises(fastgt.FastGTError, match="max_batch"):
         run_sweep(cells, str(tmp_path / "x"), workers=1, progress=False, max_batch=0)
+
+
+class _OneSlot:
+    """A backend with one worker and room for one queued task that runs each task when the
+    driver waits for it, noting first the state of every claim and what ``fastgt status``
+    says."""
+
+    slots, capacity = 1, 2
+
+    def __init__(self, out):
+        self.out, self.tasks, self.states, self.status = out, [], [], []
+
+    def submit(self, plist, threads):
+        self.tasks.append(plist)
+        return len(self.tasks) - 1
+
+    def wait_any(self, futures):
+        claims = fastgt.storage.Store(self.out, create=False).claims()
+        self.states.append({k: v["state"] for k, v in claims.items()})
+        self.status.append(CliRunner().invoke(status_cmd, [self.out]).output)
+        return [futures[0]]
+
+    def result(self, fut, count):
+        from fastgt.cellrun import run_cells
+
+        return run_cells(self.tasks[fut])
+
+    def close(self, terminate=False):
+        pass
+
+
+def test_claims_and_status_tell_queued_from_running_cells(tmp_path, monkeypatch):
+    """Of the tasks in flight the first ``slots`` are running, the others queued; when a
+    task ends the next one is marked running. ``fastgt status`` counts both."""
+    from fastgt import executors
+    from fastgt.grid import parse_spec
+
+    cells = parse_spec('[run]\ntopology = "ring"\nn = 12\nd = 2\nsteps = 20\n'
+                       '[[grid]]\nseed = [0, 1, 2]\n').cells()
+    backend = _OneSlot(str(tmp_path))
+    monkeypatch.setattr(executors, "make_backend", lambda *args: backend)
+    report = executors.run_sweep(cells, str(tmp_path), progress=False, max_batch=1)
+    assert report.status["ok"] == 3
+    a, b, c = (cell.id for cell in cells)
+    assert backend.states == [{a: "running", b: "queued"}, {b: "running", c: "queued"},
+                              {c: "running"}]
+    for out, (running, queued) in zip(backend.status, [(1, 1), (1, 1), (1, 0)]):
+        assert f"running   {running}\nqueued    {queued}\n" in out, out
 
 
 def test_workers_import_the_drivers_fastgt_not_the_working_directorys(tmp_path):

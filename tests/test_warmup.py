@@ -1,10 +1,15 @@
-"""The compile cache: a cold warm-up fills it once, with one machine-code copy per kernel."""
+"""The compile cache: a cold warm-up fills it once, with one machine-code copy per kernel,
+and the announcement of a compile appears exactly when one happens."""
 
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+import fastgt
 
 CHECK = """
 import numpy as np, fastgt
@@ -36,3 +41,44 @@ def test_cold_warmup_compiles_each_kernel_once(tmp_path):
                           text=True, check=True)
     assert warm.stdout == cold.stdout
     assert "compiling" not in warm.stderr
+
+
+RUN = """
+import fastgt
+print(fastgt.__file__)
+fastgt.run(topology=fastgt.topology("ring", n=8), d=3, steps=5, record_every=5)
+"""
+ANNOUNCEMENT = "compiling the kernels once"
+
+
+def _entries(cache: Path) -> dict:
+    """numba's cache files (index and machine code) with their modification times."""
+    return {f: f.stat().st_mtime_ns for f in cache.rglob("*.nb[ic]")}
+
+
+@pytest.mark.slow
+def test_two_copies_sharing_a_cache_announce_a_compile_exactly_when_it_happens(tmp_path):
+    """Two copies of the package (another directory, other file times, the same sources:
+    one cache directory, FASTGT_CACHE_DIR) used in turn: numba keeps each copy's entries
+    apart (by directory path), so each compiles once; the announcement comes with those
+    two compiles and never after (it came on every run when the copies took turns)."""
+    cache = tmp_path / "cache"
+    copies = []
+    for name in ("a", "b"):
+        shutil.copytree(Path(fastgt.__file__).parent, tmp_path / name / "fastgt",
+                        copy_function=shutil.copy, ignore=shutil.ignore_patterns("__pycache__"))
+        copies.append(tmp_path / name)
+    for f in (tmp_path / "b").rglob("*.py"):
+        os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
+
+    def use(copy: Path) -> tuple[bool, bool]:
+        """(announced, compiled) for one run with ``copy``."""
+        before = _entries(cache)
+        env = dict(os.environ, FASTGT_CACHE_DIR=str(cache), PYTHONPATH=str(copy))
+        proc = subprocess.run([sys.executable, "-c", RUN], env=env, cwd=copy,
+                              capture_output=True, text=True, check=True)
+        assert proc.stdout.startswith(str(copy / "fastgt")), proc.stdout
+        return ANNOUNCEMENT in proc.stderr, _entries(cache) != before
+
+    turns = [use(copy) for copy in copies + copies]
+    assert turns == [(True, True), (True, True), (False, False), (False, False)]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import FastGTError
+from ..errors import DegenerateGraphError, FastGTError
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -139,7 +139,8 @@ class MixingMatrix:
 
 
 def validate(mm: MixingMatrix) -> MixingMatrix:
-    """Raise FastGTError unless W is a valid mixing matrix with p > 0.
+    """Raise FastGTError unless W is a valid mixing matrix with p > 0
+    (DegenerateGraphError when only p = 0 is at fault: a disconnected or bipartite graph).
 
     A W with a ``structure`` (built by a circulant or hypercube family: symmetric by
     construction) has p > 0 checked exactly on its closed-form spectrum, in O(n log n)
@@ -171,9 +172,9 @@ def validate(mm: MixingMatrix) -> MixingMatrix:
     if mm.structure is not None:
         s = mm.spectrum()  # exact gaps: a disconnected or bipartite structure gives exactly 0
         if s.gap2 <= 0.0:
-            raise FastGTError(DISCONNECTED.format(what="eigenvalue 1 is repeated"))
+            raise DegenerateGraphError(DISCONNECTED.format(what="eigenvalue 1 is repeated"))
         if s.gapn <= 0.0:
-            raise FastGTError(BIPARTITE)
+            raise DegenerateGraphError(BIPARTITE)
         return mm
     from scipy.sparse.csgraph import connected_components
 
@@ -181,9 +182,9 @@ def validate(mm: MixingMatrix) -> MixingMatrix:
     A.eliminate_zeros()  # csgraph counts explicitly stored zeros as edges
     ncomp, _ = connected_components(A, directed=False)
     if ncomp > 1:
-        raise FastGTError(DISCONNECTED.format(what=f"{ncomp} components"))
+        raise DegenerateGraphError(DISCONNECTED.format(what=f"{ncomp} components"))
     if np.all(A.diagonal() <= TOL) and _is_bipartite(A):
-        raise FastGTError(BIPARTITE)
+        raise DegenerateGraphError(BIPARTITE)
     return mm
 
 

@@ -1,0 +1,100 @@
+"""The tasks of a sweep: which cells a worker runs together, bounded by estimated run time.
+
+Cells of equal ``batch_key`` can advance together in one compiled loop (fastgt.run_batch:
+about 1.9x the throughput of one by one on small cells, bench/bench_batch.py), but a task's
+results reach the disk only when the whole task ends: 16 large cells in one task kept a
+sweep from writing anything for over a minute, and a kill lost all of them. So a task
+takes at most ``max_batch`` cells, at most its share of the group (so that every worker
+gets some) and at most ``seconds`` of estimated run time, but always one cell.
+
+A cell's estimate (:func:`estimate`): its loop, ``steps x (STEP_S + n (ROW_S + d
+ELEM_S))`` on one thread (ELEM_S by algorithm plus NOISE_S by noise; divided by the
+threads), plus CELL_S for the rest. The :class:`Planner` calibrates it with the wall times
+of the finished tasks of the sweep: estimates are scaled by measured / estimated seconds of
+the latest finished task of the cell's own group, or of any group before one of its own
+has finished. The latest, not a running total: a worker's first task also pays its
+start-up (imports, loading the compiled kernels: 3x the estimate of 0.2 s cells, measured),
+and the load of a shared machine changes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from .cellrun import batch_key
+
+#: default for the most cells in one task
+MAX_BATCH = 16
+#: default for the estimated seconds of work in one task (a few seconds: finished cells
+#: reach the disk about this often, and a kill loses at most this much work per worker)
+TASK_SECONDS = 4.0
+
+#: one thread, per cell: seconds per step, per node-step and per node-dimension-step
+#: (algorithm, then noise); measured on a Zen 3 core: GT 3.1 ns per node-dimension-step
+#: with structured or no noise, 4.8-6.5 with Gaussian noise; D-SGD 1.5 and 4.9; tiny
+#: cells (n = 8-30, d <= 8) 2-4 us per step, and d = 1 about 0.1 us per node-step
+STEP_S = 2e-6
+ROW_S = 1e-7
+ELEM_S = {"gt": 3e-9, "dsgd": 1.5e-9}
+NOISE_S = {"gaussian": 2.5e-9, "structured": 0.0, "none": 0.0}
+#: seconds per cell besides its loop: build, spectrum, theory, writing the files
+CELL_S = 0.01
+#: nodes assumed for a graph read from a file (from_edges, from_matrix) until the first
+#: finished task calibrates the estimates
+UNKNOWN_N = 1000
+
+
+def estimate(params: dict, threads: int = 1, steps: int | None = None) -> float:
+    """Uncalibrated seconds of a cell (canonical parameters) on ``threads`` threads;
+    ``steps`` replaces the cell's own count (a diverged task stops early)."""
+    n = params.get("n") or params.get("rows", 0) * params.get("cols", 0) or UNKNOWN_N
+    elem = ELEM_S[params["algorithm"]] + NOISE_S[params["noise"]]
+    per_step = STEP_S + n * (ROW_S + params["d"] * elem)
+    return CELL_S + (params["steps"] if steps is None else steps) * per_step / threads
+
+
+class Planner:
+    """Cells grouped by ``batch_key``, handed out as tasks sized when they are asked for,
+    so that each one uses the measurements of the tasks finished before it."""
+
+    def __init__(self, cells: list, slots: int, max_batch: int = MAX_BATCH, threads: int = 1,
+                 seconds: float = TASK_SECONDS):
+        groups: dict = {}
+        for cell in cells:
+            groups.setdefault(batch_key(cell.params), []).append(cell)
+        # [cells not yet handed out, the group's share for every slot]
+        self.pending = deque([group, math.ceil(len(group) / slots)] for group in groups.values())
+        self.max_batch, self.threads, self.limit = max_batch, threads, seconds
+        self.ratio: dict = {}  # group key (None: any) -> measured / estimated, latest task
+
+    def __len__(self) -> int:
+        """Cells not yet handed out."""
+        return sum(len(group) for group, _ in self.pending)
+
+    def seconds(self, cell) -> float:
+        """A cell's estimated seconds, calibrated by the tasks finished so far."""
+        ratio = self.ratio.get(batch_key(cell.params), self.ratio.get(None, 1.0))
+        return estimate(cell.params, self.threads) * ratio
+
+    def next_task(self) -> list:
+        """The next cells to run together (all of one group)."""
+        entry = self.pending[0]
+        group, share = entry
+        fit = int(self.limit // self.seconds(group[0]))  # equal estimates within a group
+        size = max(1, min(self.max_batch, share, fit))
+        task, entry[0] = group[:size], group[size:]
+        if not entry[0]:
+            self.pending.popleft()
+        return task
+
+    def observe(self, task: list, rows: list[dict]) -> None:
+        """Calibrate with a finished task's rows (cells that ran: ok or diverged)."""
+        ran = [(c, r) for c, r in zip(task, rows) if r["status"] in ("ok", "diverged")
+               and math.isfinite(r["wall_time"]) and r["wall_time"] > 0]
+        if not ran:
+            return
+        steps = max(r["steps_done"] for _, r in ran)  # the loop ran until the last one stopped
+        got = sum(r["wall_time"] for _, r in ran)
+        est = sum(estimate(c.params, self.threads, steps) for c, _ in ran)
+        self.ratio[batch_key(task[0].params)] = self.ratio[None] = got / est

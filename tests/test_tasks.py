@@ -1,0 +1,83 @@
+"""Tasks of a sweep (fastgt.tasks): cells batched up to max_batch, fewer when their
+estimated run time would pass the bound; estimates calibrated by measured times."""
+
+import math
+
+from fastgt.cellrun import batch_key
+from fastgt.grid import make_cell
+from fastgt.tasks import Planner, estimate
+
+LIMIT = 4.0
+
+
+def _cells(count: int, **params) -> list:
+    base = {"topology": "ring", "n": 12, "d": 2, "steps": 20}
+    return [make_cell({**base, **params, "seed": s}) for s in range(count)]
+
+
+def _drain(planner: Planner) -> list[list]:
+    tasks = []
+    while planner:
+        tasks.append(planner.next_task())
+    return tasks
+
+
+def test_tasks_stay_within_the_bound_whatever_the_cell_size():
+    tiny = _cells(40)
+    mid = _cells(40, topology="interp_ring", alpha=0.5, n=300, d=100, steps=5000)
+    huge = _cells(3, n=100_000, d=100, steps=10_000)
+    planner = Planner(tiny + mid + huge, slots=2, max_batch=16, seconds=LIMIT)
+    assert len(planner) == 83
+    tasks = _drain(planner)
+    assert sorted(c.id for t in tasks for c in t) == sorted(c.id for c in tiny + mid + huge)
+    for task in tasks:
+        assert len({batch_key(c.params) for c in task}) == 1
+        assert len(task) == 1 or sum(planner.seconds(c) for c in task) <= LIMIT
+    sizes = [len(t) for t in tasks]
+    assert sizes[:3] == [16, 16, 8]  # tiny cells: max_batch, then the rest
+    per_mid = estimate(mid[0].params)
+    assert 0.2 < per_mid < LIMIT / 2  # several fit in a task, not 16
+    fit = int(LIMIT // per_mid)
+    assert sizes[3:-3] == [fit] * (40 // fit) + [40 % fit] * (40 % fit > 0)
+    assert sizes[-3:] == [1, 1, 1] and estimate(huge[0].params) > LIMIT
+
+
+def test_every_slot_gets_a_share_and_max_batch_caps_it():
+    assert [len(t) for t in _drain(Planner(_cells(12), slots=2))] == [6, 6]
+    assert [len(t) for t in _drain(Planner(_cells(5), slots=2, max_batch=2))] == [2, 2, 1]
+
+
+def test_measured_times_calibrate_the_estimates():
+    """A task that took 4x its estimate shrinks the next tasks of its group, and of groups
+    not measured yet; a group measured on its own keeps its own ratio; the latest task of a
+    group counts."""
+    gt = _cells(40, n=300, d=100, steps=5000)
+    dsgd = _cells(40, n=300, d=100, steps=5000, algorithm="dsgd")
+    planner = Planner(gt + dsgd, slots=2, seconds=LIMIT)
+    first = planner.next_task()
+    assert len(first) == int(LIMIT // estimate(gt[0].params)) > 1
+    planner.observe(first, [{"status": "ok", "wall_time": 4 * estimate(c.params),
+                             "steps_done": 5000} for c in first])
+    assert math.isclose(planner.seconds(gt[0]), 4 * estimate(gt[0].params))
+    assert math.isclose(planner.seconds(dsgd[0]), 4 * estimate(dsgd[0].params))
+    assert len(planner.next_task()) == max(1, int(LIMIT // planner.seconds(gt[0]))) < len(first)
+    # cells that did not run (failed, or a worker died) teach nothing
+    planner.observe(dsgd[:2], [{"status": "failed", "wall_time": math.nan}] * 2)
+    assert math.isclose(planner.seconds(dsgd[0]), 4 * estimate(dsgd[0].params))
+    # a diverged task stopped early: its time is compared with the steps it ran
+    planner.observe(dsgd[:2], [{"status": "diverged", "wall_time": estimate(c.params, steps=100),
+                                "steps_done": 100} for c in dsgd[:2]])
+    assert math.isclose(planner.seconds(dsgd[0]), estimate(dsgd[0].params))
+    assert math.isclose(planner.seconds(gt[0]), 4 * estimate(gt[0].params))
+    planner.observe(gt[:1], [{"status": "ok", "wall_time": 2 * estimate(gt[0].params),
+                              "steps_done": 5000}])
+    assert math.isclose(planner.seconds(gt[0]), 2 * estimate(gt[0].params))
+
+
+def test_a_graph_from_a_file_has_an_estimate(tmp_path):
+    """from_edges / from_matrix cells name no n: the estimate assumes UNKNOWN_N nodes."""
+    from fastgt.tasks import UNKNOWN_N
+
+    cell = make_cell({"topology": "from_edges", "edges": str(tmp_path / "g.txt"), "d": 4})
+    ring = make_cell({"topology": "ring", "n": UNKNOWN_N, "d": 4})
+    assert estimate(cell.params) == estimate(ring.params)

@@ -11,7 +11,8 @@ before it imports numba, and every task runs under ``numba_threads(threads)``, s
 count is enforced, not just requested (the cell row records the count that ran). The driver
 (this process) claims each cell just before submitting it, writes each result atomically as
 it arrives and releases the claim: a killed sweep loses only the cells in flight, at most
-one task (bounded by its estimated run time, fastgt.tasks) per worker and one queued task.
+one task (bounded by its estimated run time, fastgt.tasks) per worker, one queued task and
+the task whose results were being written.
 A claim says whether its cell is queued or running: backends start tasks in the order they
 get them, so of the tasks in flight the first ``slots`` (one per worker) are running.
 """

@@ -10,7 +10,7 @@ import socket
 import time
 import traceback
 
-from .flat import flat_problem, flat_topology, problem_flat_params, topology_params
+from .flat import cell_problem, cell_topology
 from .runner import METRICS
 
 #: thread-count variables of numba and the BLAS/OpenMP libraries, set in every worker
@@ -33,19 +33,6 @@ def run_arguments(params: dict, topologies: dict | None = None) -> dict:
     keys = ("algorithm", "noise", "sigma2", "d", "stepsize", "steps", "record_every", "seed")
     return {"topology": cell_topology(params, topologies), "problem": cell_problem(params),
             **{k: params[k] for k in keys}}
-
-
-def cell_topology(params: dict, memo: dict | None = None):
-    """The cell's mixing matrix (from ``memo`` when built before; added to it)."""
-    name = params["topology"]
-    return flat_topology(name, {k: params[k] for k in topology_params(name) if k in params},
-                         memo)
-
-
-def cell_problem(params: dict):
-    """The cell's problem spec (fastgt.problem)."""
-    name = params["problem"]
-    return flat_problem(name, {k: params[k] for k in problem_flat_params(name) if k in params})
 
 
 #: parameters that may differ between the cells of one task (run_batch's per-cell ones)

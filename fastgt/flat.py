@@ -96,3 +96,17 @@ def flat_topology(name: str, params: dict, memo: dict | None = None) -> MixingMa
 def flat_problem(name: str, params: dict) -> ProblemSpec:
     """The problem spec of problem ``name`` from flat parameters (problem_seed=)."""
     return problem(name, **split(None, name, params)[1])
+
+
+def cell_topology(params: dict, memo: dict | None = None) -> MixingMatrix:
+    """A sweep cell's mixing matrix, from its canonical parameters (those of fastgt.grid,
+    which hold the run's own too); memo as in flat_topology."""
+    name = params["topology"]
+    return flat_topology(name, {k: params[k] for k in topology_params(name) if k in params},
+                         memo)
+
+
+def cell_problem(params: dict) -> ProblemSpec:
+    """A sweep cell's problem spec, from its canonical parameters."""
+    name = params["problem"]
+    return flat_problem(name, {k: params[k] for k in problem_flat_params(name) if k in params})

@@ -36,7 +36,13 @@ from pathlib import Path
 
 from .algorithms import ALGORITHMS
 from .errors import DegenerateGraphError, FastGTError, bad, check_choice, check_float, check_int
-from .flat import not_applicable, problem_flat_params, topology_params
+from .flat import (
+    cell_problem,
+    cell_topology,
+    not_applicable,
+    problem_flat_params,
+    topology_params,
+)
 from .problems import NOISES, PROBLEMS
 from .runner import run as _run
 from .topology import FAMILIES
@@ -222,8 +228,6 @@ class GridSpec:
         self_weight) are errors before anything runs. A random graph that comes out
         disconnected or bipartite is not: that is one instance (its graph_seed), and its
         cell is recorded as failed while the rest of the sweep runs."""
-        from .cellrun import cell_problem, cell_topology
-
         free = {"seed", "stepsize", "sigma2", "steps", "record_every", "noise", "algorithm", "d"}
         seen = set()
         for cell in cells:

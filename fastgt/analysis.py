@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .grid import PARAMS
+from .params import PARAMS
 
 
 def parameter_columns(df: pd.DataFrame) -> list[str]:

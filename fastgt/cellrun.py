@@ -11,6 +11,7 @@ import time
 import traceback
 
 from .flat import cell_problem, cell_topology
+from .params import PER_CELL
 from .runner import METRICS
 
 #: thread-count variables of numba and the BLAS/OpenMP libraries, set in every worker
@@ -35,15 +36,13 @@ def run_arguments(params: dict, topologies: dict | None = None) -> dict:
             **{k: params[k] for k in keys}}
 
 
-#: parameters that may differ between the cells of one task (run_batch's per-cell ones)
-BATCH_FREE = ("seed", "stepsize", "sigma2", "alpha", "self_weight")
 
 
 def batch_key(params: dict) -> str:
     """Cells with equal keys can share one compiled loop (fastgt.run_batch)."""
     import json
 
-    return json.dumps({k: v for k, v in params.items() if k not in BATCH_FREE}, sort_keys=True)
+    return json.dumps({k: v for k, v in params.items() if k not in PER_CELL}, sort_keys=True)
 
 
 def run_cell(params: dict, threads: int = 1) -> tuple[dict, object, dict]:

@@ -8,19 +8,18 @@ from pathlib import Path
 import click
 
 from .cli_common import (
-    ALGORITHM_CHOICE,
     EXIT_CODES,
-    NOISE_CHOICE,
-    PROBLEM_CHOICE,
     TOPOLOGY_CHOICE,
     ResultError,
+    flat_params,
     json_line,
+    param_option,
+    scope_options,
     topo_options,
     topo_params,
     user_errors,
 )
 from .errors import FastGTError, WriteFailed
-from .grid import RUN_DEFAULTS
 from .outputs import check_dir, check_file, write_file
 from .runner import METRICS
 from .topology.spectrum import METHODS
@@ -69,36 +68,17 @@ def topo(name, vectors, method, as_json, **kw):
 
 
 @main.command("run")
-@click.option("--algorithm", type=ALGORITHM_CHOICE, default=RUN_DEFAULTS["algorithm"],
-              help="gt: Gradient Tracking; dsgd: decentralized SGD")
-@click.option("--topology", "topo_name", type=TOPOLOGY_CHOICE, default="ring",
-              help="topology family, its parameters below (see fastgt topo)")
+@param_option("topology", default="ring")
 @topo_options
-@click.option("--problem", type=PROBLEM_CHOICE, default=RUN_DEFAULTS["problem"],
-              help="quadratic: Setup A/B (f_i = ||x||^2); consensus: f_i = 1/2 ||x - mu_i||^2; "
-                   "hetero_quadratic: diagonal quadratics drawn per node")
-@click.option("--zeta", type=float, default=None,
-              help="heterogeneity of the drawn consensus / hetero_quadratic problems")
-@click.option("--noise", type=NOISE_CHOICE, default=RUN_DEFAULTS["noise"],
-              help="gaussian: Setup A; structured: Setup B; none: exact gradients")
-@click.option("--sigma2", type=float, default=RUN_DEFAULTS["sigma2"],
-              help="noise variance: (1/n) sum E||noise_i||^2")
-@click.option("--d", type=int, default=RUN_DEFAULTS["d"], help="dimension")
-@click.option("--stepsize", type=float, default=RUN_DEFAULTS["stepsize"],
-              help="stepsize gamma (fastgt theory gives the largest stable one)")
-@click.option("--steps", type=int, default=RUN_DEFAULTS["steps"], help="number of steps (>= 1)")
-@click.option("--record-every", type=int, default=RUN_DEFAULTS["record_every"],
-              help="steps between two records of the metrics")
-@click.option("--seed", type=int, default=RUN_DEFAULTS["seed"],
-              help="seed of the noise and of the initial point")
+@scope_options("run", skip=("topology",))
+@scope_options("problem")
 @click.option("--threads", type=int, default=None,
               help="numba threads (default: all; 1 for runs below 1e5 node-dimensions)")
 @click.option("--out", "-o", default=None,
               help="write the trace to this Parquet FILE (its directory must exist)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @user_errors
-def run_cmd(algorithm, topo_name, problem, zeta, noise, sigma2, d, stepsize, steps, record_every,
-            seed, threads, out, quiet, **kw):
+def run_cmd(threads, out, quiet, **kw):
     """Simulate one run and print its summary (exit code 3 if it diverged).
 
     Example: fastgt run --algorithm gt --topology ring --n 300 --steps 20000 --out trace.parquet
@@ -108,20 +88,18 @@ def run_cmd(algorithm, topo_name, problem, zeta, noise, sigma2, d, stepsize, ste
 
     if out:
         check_file("--out", out)
-    params = topo_params(kw) | ({"zeta": zeta} if zeta is not None else {})
-    W, prob = build(topo_name, problem, params)
+    params = flat_params(kw, "topology") | flat_params(kw, "problem")
+    W, prob = build(kw.pop("topology"), kw.pop("problem"), params)
     bar = progress = None
     if not quiet:
         from tqdm import tqdm
 
-        bar = tqdm(total=steps, unit="step", disable=None, file=sys.stderr)
+        bar = tqdm(total=kw["steps"], unit="step", disable=None, file=sys.stderr)
 
         def progress(t):
             bar.update(t - bar.n)
 
-    res = run(algorithm=algorithm, topology=W, problem=prob, noise=noise, sigma2=sigma2, d=d,
-              stepsize=stepsize, steps=steps, record_every=record_every, seed=seed,
-              threads=threads, progress=progress)
+    res = run(topology=W, problem=prob, threads=threads, progress=progress, **kw)
     if bar is not None:
         bar.close()
     _print_summary(res.summary)
@@ -131,7 +109,7 @@ def run_cmd(algorithm, topo_name, problem, zeta, noise, sigma2, d, stepsize, ste
     s = res.summary
     if s["status"] == "diverged":
         raise ResultError(f"the run diverged at step {s['diverged_step']}: "
-                          f"{s['diverged_reason']}{_stable_hint(W, algorithm, prob)}")
+                          f"{s['diverged_reason']}{_stable_hint(W, kw['algorithm'], prob)}")
 
 
 def _print_summary(summary: dict) -> None:

@@ -7,11 +7,9 @@ import functools
 
 import click
 
-from .algorithms import ALGORITHMS
 from .errors import FastGTError, WriteFailed
-from .problems import NOISES, PROBLEMS
+from .params import PARAMS, REQUIRED, scoped
 from .topology import FAMILIES
-from .topology.weights import WEIGHT_RULES
 
 #: exit codes of every command (documented in ``fastgt --help``)
 EXIT_OK, EXIT_WRITE, EXIT_USAGE, EXIT_RESULT = 0, 1, 2, 3
@@ -21,47 +19,55 @@ the option, before any work); {EXIT_RESULT} the simulation diverged (run), the s
 unstable (theory), or some cells failed or diverged (grid, after finishing the others);
 130 / 143 a sweep stopped by Ctrl-C / SIGTERM (finished cells are kept)."""
 
-ALGORITHM_CHOICE = click.Choice(tuple(ALGORITHMS))
-PROBLEM_CHOICE = click.Choice(tuple(PROBLEMS))
-NOISE_CHOICE = click.Choice(tuple(NOISES))
 TOPOLOGY_CHOICE = click.Choice(tuple(FAMILIES))
 #: figure formats of ``--out`` (matplotlib's Agg and vector backends)
 FIGURE_FORMATS = ("png", "pdf", "svg", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
 
-#: topology options, named like the flat parameters (fastgt.flat): --graph-seed is graph_seed
-TOPO_OPTIONS = [
-    ("--n", int, "number of nodes"),
-    ("--self-weight", float, "ring / interp_ring self weight w (neighbours get (1-w)/2)"),
-    ("--alpha", float, "interp_ring: alpha W_ring + (1-alpha)/n 11^T"),
-    ("--rows", int, "torus rows"),
-    ("--cols", int, "torus columns"),
-    ("--prob", float, "erdos_renyi edge probability"),
-    ("--radius", float, "geometric graph radius"),
-    ("--graph-seed", int, "seed of random graphs (erdos_renyi, geometric)"),
-    ("--weights", click.Choice(WEIGHT_RULES), "weights of general graphs"),
-    ("--edges", str, "from_edges: edge-list FILE (two integer columns, text or CSV)"),
-    ("--matrix", str, "from_matrix: mixing-matrix FILE (.npy, .npz scipy sparse, .mtx)"),
-]
+
+def param_option(name: str, **overrides):
+    """The click option of a declared parameter (fastgt.params): its flag (--self-weight),
+    type, closed choices, help text and default; ``overrides`` replace any of them. A
+    parameter without a default (a topology's or problem's) is None when not given."""
+    p = PARAMS[name]
+    if p.kind is bool:
+        kw = {"is_flag": True, "default": False}
+    else:
+        typ = click.Choice(p.allowed()) if p.choices is not None else p.kind
+        kw = {"type": typ, "default": None if p.default is REQUIRED else p.default}
+    return click.option(p.flag, name, **{**kw, "help": p.help, **overrides})
+
+
+def scope_options(scope: str, skip=()):
+    """Options for every declared parameter of ``scope`` (but ``skip``), in declared order."""
+    names = [k for k in scoped(scope) if k not in skip]
+
+    def decorate(f):
+        for name in reversed(names):
+            f = param_option(name)(f)
+        return f
+
+    return decorate
 
 
 def topo_options(f):
-    """Topology parameters as options named like the flat ones (unset ones are not passed)."""
-    for flag, typ, helptext in reversed(TOPO_OPTIONS):
-        f = click.option(flag, type=typ, default=None, help=helptext)(f)
-    return click.option("--lazy", is_flag=True, default=False, help="use (W + I) / 2")(f)
+    """The topology parameters, as options named like the flat ones (--graph-seed)."""
+    return scope_options("topology")(f)
+
+
+def flat_params(kw: dict, scope: str) -> dict:
+    """The parameters of ``scope`` the user set (an option left at None, a flag left off),
+    popped from a command's keyword arguments."""
+    out = {}
+    for key in scoped(scope):
+        val = kw.pop(key, None)
+        if val is not None and val is not False:
+            out[key] = val
+    return out
 
 
 def topo_params(kw: dict) -> dict:
     """The flat topology parameters the user set, popped from a command's keyword arguments."""
-    params = {}
-    for flag, _, _ in TOPO_OPTIONS:
-        key = flag[2:].replace("-", "_")
-        val = kw.pop(key, None)
-        if val is not None:
-            params[key] = val
-    if kw.pop("lazy", False):
-        params["lazy"] = True
-    return params
+    return flat_params(kw, "topology")
 
 
 def json_line(obj: dict) -> str:

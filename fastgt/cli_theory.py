@@ -5,11 +5,9 @@ from __future__ import annotations
 import click
 
 from .cli_common import (
-    ALGORITHM_CHOICE,
-    NOISE_CHOICE,
-    TOPOLOGY_CHOICE,
     ResultError,
     json_line,
+    param_option,
     topo_options,
     topo_params,
     user_errors,
@@ -17,21 +15,18 @@ from .cli_common import (
 
 
 @click.command("theory")
-@click.option("--algorithm", type=ALGORITHM_CHOICE, default="gt",
-              help="gt: Gradient Tracking; dsgd: decentralized SGD")
-@click.option("--topology", "topo_name", type=TOPOLOGY_CHOICE, default="ring",
-              help="topology family, its parameters below (see fastgt topo)")
+@param_option("algorithm")
+@param_option("topology", default="ring")
 @topo_options
 @click.option("--problem", type=click.Choice(["quadratic", "consensus"]), default="quadratic",
               help="quadratic: Setup A/B (f_i = ||x||^2); consensus: f_i = 1/2 ||x - mu_i||^2")
-@click.option("--noise", type=NOISE_CHOICE, default="gaussian",
-              help="gaussian: Setup A; structured: Setup B; none: exact gradients")
-@click.option("--sigma2", type=float, default=1.0, help="noise variance: (1/n) sum E||noise_i||^2")
-@click.option("--d", type=int, default=100, help="dimension (matters for structured noise)")
-@click.option("--stepsize", type=float, default=0.01, help="stepsize gamma")
+@param_option("noise")
+@param_option("sigma2")
+@param_option("d", help="dimension (matters for structured noise)")
+@param_option("stepsize")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @user_errors
-def theory_cmd(algorithm, topo_name, problem, noise, sigma2, d, stepsize, as_json, **kw):
+def theory_cmd(algorithm, topology, problem, noise, sigma2, d, stepsize, as_json, **kw):
     """Exact stationary metrics (t -> infinity), linear rate and largest stable stepsize.
 
     Quadratic problems only: no simulation, O(n) once the eigenvalues are known. Exit code 3
@@ -42,7 +37,7 @@ def theory_cmd(algorithm, topo_name, problem, noise, sigma2, d, stepsize, as_jso
     from .errors import check_float
     from .flat import flat_topology
 
-    W = flat_topology(topo_name, topo_params(kw))
+    W = flat_topology(topology, topo_params(kw))
     stepsize = check_float("stepsize", stepsize, 0.0, lo_open=True)
     sp = W.spectrum()
     top = theory.max_stepsize(W, algorithm, problem)

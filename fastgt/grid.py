@@ -31,11 +31,9 @@ import json
 import re
 import tomllib
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
-from .algorithms import ALGORITHMS
-from .errors import DegenerateGraphError, FastGTError, bad, check_choice, check_float, check_int
+from .errors import DegenerateGraphError, FastGTError, bad
 from .flat import (
     cell_problem,
     cell_topology,
@@ -43,8 +41,7 @@ from .flat import (
     problem_flat_params,
     topology_params,
 )
-from .problems import NOISES, PROBLEMS
-from .runner import run as _run
+from .params import PARAMS, scoped
 from .topology import FAMILIES
 
 #: bump when the same parameters give different numbers (changes every cell id)
@@ -54,76 +51,11 @@ NUMERICS_VERSION = 1
 GRID_FAMILIES = tuple(FAMILIES)
 
 
-@dataclass(frozen=True)
-class Param:
-    """Type (int, float, str or bool) of a grid parameter and its value check."""
-
-    kind: type
-    check: object = None  # callable(name, value) raising FastGTError, or None
-
-    def validate(self, name: str, value):
-        """The canonical value (floats as float), or FastGTError naming what is allowed."""
-        ok = isinstance(value, self.kind) and not (self.kind is not bool and isinstance(value, bool))
-        if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value, ok = float(value), True
-        if not ok:
-            raise bad(name, value, {int: "an integer", float: "a number", str: "a string",
-                                    bool: "true or false"}[self.kind])
-        if self.check is not None:
-            self.check(name, value)
-        return value
-
-
-def _choice(choices):
-    return Param(str, lambda name, v: check_choice(name, v, choices))
-
-
-def _int(lo, hi=None):
-    return Param(int, partial(check_int, lo=lo, hi=hi))
-
-
-def _float(lo=None, hi=None, lo_open=False, hi_open=False):
-    return Param(float, partial(check_float, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open))
-
-
-RUN_PARAMS = {
-    "algorithm": _choice(tuple(ALGORITHMS)),
-    "topology": _choice(GRID_FAMILIES),
-    "problem": _choice(tuple(PROBLEMS)),
-    "noise": _choice(tuple(NOISES)),
-    "sigma2": _float(0.0),
-    "d": _int(1),
-    "stepsize": _float(0.0, lo_open=True),
-    "steps": _int(1),
-    "record_every": _int(1),
-    "seed": _int(0, 2**63 - 1),
-}
-TOPOLOGY_PARAMS = {
-    "n": _int(2),
-    "self_weight": _float(0.0, 1.0, hi_open=True),
-    "alpha": _float(0.0, 1.0),
-    "rows": _int(1),
-    "cols": _int(1),
-    "prob": _float(0.0, 1.0, lo_open=True),
-    "radius": _float(0.0, lo_open=True),
-    "graph_seed": _int(0),
-    "weights": _choice(("metropolis", "max_degree")),
-    "lazy": Param(bool),
-    "edges": Param(str),
-    "matrix": Param(str),
-}
-PROBLEM_PARAMS = {
-    "zeta": _float(0.0),
-    "L": _float(0.0, lo_open=True),
-    "mu": _float(0.0, lo_open=True),
-    "problem_seed": _int(0),
-}
-#: every parameter a grid file may set, with its type: the declared columns of the results
-#: (a new family or problem parameter needs an entry above; a test checks that)
-PARAMS = {**RUN_PARAMS, **TOPOLOGY_PARAMS, **PROBLEM_PARAMS}
+#: the parameters a grid file may set (fastgt.params: types, allowed values, defaults), by
+#: scope; every one is a declared column of the results
+RUN_PARAMS, TOPOLOGY_PARAMS, PROBLEM_PARAMS = (scoped(s) for s in ("run", "topology", "problem"))
 #: defaults of the run parameters (those of fastgt.run); topology is required
-RUN_DEFAULTS = {k: p.default for k, p in inspect.signature(_run).parameters.items()
-                if k in RUN_PARAMS and k != "topology"}
+RUN_DEFAULTS = {k: p.default for k, p in RUN_PARAMS.items() if k != "topology"}
 
 
 @dataclass(frozen=True)

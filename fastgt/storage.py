@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from .cellrun import THEORY_KEYS, process_start
 from .errors import FastGTError
-from .grid import PARAMS
+from .params import PARAMS
 from .runner import METRICS
 
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}

@@ -363,3 +363,23 @@ def test_a_bad_file_in_a_grid_spec_is_refused_before_running(tmp_path, no_simula
     spec = tmp_path / "spec.toml"
     spec.write_text('[run]\ntopology = "from_edges"\nedges = "nowhere.txt"\n')
     one_error(invoke("grid", spec, "--out", tmp_path / "g"), 2, "edges file 'nowhere.txt' does not exist")
+
+
+def test_every_declared_parameter_is_an_option_of_run_with_its_help():
+    """fastgt run's options come from the parameter registry (fastgt.params)."""
+    from fastgt.cli import run_cmd
+    from fastgt.params import PARAMS
+
+    opts = {p.name: p for p in run_cmd.params}
+    for name, p in PARAMS.items():
+        assert opts[name].help == p.help and p.flag in opts[name].opts, name
+        if p.choices is not None:
+            assert tuple(opts[name].type.choices) == p.allowed(), name
+
+
+def test_problem_parameters_from_the_command_line():
+    res = invoke("run", *TINY, "--problem", "hetero_quadratic", "--L", "2", "--mu", "0.5",
+                 "--zeta", "3", "--problem-seed", "4")
+    assert res.exit_code == 0, res.output
+    one_error(invoke("run", *TINY, "--L", "2"), 2,
+              "L does not apply to problem 'quadratic': allowed no parameters")

@@ -198,3 +198,14 @@ def test_a_disconnected_random_graph_is_a_cell_not_a_spec_error():
     assert [c.params["graph_seed"] for c in cells] == [0, 1, 2, 3]
     with pytest.raises(FastGTError, match="disconnected"):
         fastgt.topology("erdos_renyi", n=12, prob=0.3, seed=2)
+
+
+def test_per_cell_parameters_agree_with_run_batch():
+    """The registry's per-cell parameters are those run_batch takes per cell (the run's
+    own) and those only the weights of W depend on (the topology's)."""
+    from fastgt.params import PARAMS, PER_CELL
+    from fastgt.runner import CELL_KEYS
+
+    run_scope = {k for k in PER_CELL if PARAMS[k].scope == "run"}
+    assert run_scope == set(CELL_KEYS) - {"topology", "x0"}
+    assert {k for k in PER_CELL if PARAMS[k].scope == "topology"} == {"alpha", "self_weight"}

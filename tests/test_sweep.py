@@ -220,7 +220,8 @@ def test_sigkill_of_batched_cells_loses_at_most_one_bounded_task_per_worker(tmp_
     # lost: a running task per worker, the task whose results were being written when the
     # kill came (its successor was already marked running), and the queued task
     assert cap < 16 and running <= 3 * cap and len(lost) - running <= cap, (cap, lost)
-    assert len(cells) == len(done) < 40 and len(traces) == 21 * len(done)
+    # a kill between a cell's trace and its row leaves a trace without a row: not finished
+    assert len(cells) == len(done) < 40 and (traces["id"].isin(done).sum() == 21 * len(done))
     _assert_equal_to_direct(cells, traces, min(done), steps)
 
 

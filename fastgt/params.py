@@ -1,0 +1,159 @@
+"""Every user-facing parameter, declared once: its type, allowed values, scope, default, help
+text and command-line flag. Grid-spec validation (fastgt.grid), the result columns
+(fastgt.storage), the CLI's options (fastgt.cli_common) and the keys a sweep batches over
+(fastgt.cellrun) derive from :data:`PARAMS`; fastgt.run's own checks use the same check
+functions, so every error reads the same wherever the value came from.
+
+Scopes: ``run`` (fastgt.run's own: one per cell of a sweep), ``topology`` (a topology
+family's, under its flat name: ``graph_seed``, ``matrix``) and ``problem`` (a problem's:
+``problem_seed``). A ``per_cell`` parameter may differ between the cells that one compiled
+loop advances together (fastgt.run_batch). Light to import: the algorithm, problem, noise
+and family names are looked up when a value is checked.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from functools import partial
+
+from .errors import bad, check_choice, check_float, check_int
+
+REQUIRED = inspect.Parameter.empty
+_KINDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter. ``check(name, value)`` raises FastGTError naming what is allowed;
+    ``choices`` (a function: the names are looked up lazily) lists a closed set; ``default``
+    is REQUIRED, None (not set: the topology or problem decides) or a value."""
+
+    name: str
+    kind: type
+    scope: str
+    help: str
+    check: object = None
+    choices: object = None
+    default: object = None
+    per_cell: bool = False
+
+    @property
+    def flag(self) -> str:
+        """The command-line option: --self-weight for self_weight."""
+        return "--" + self.name.replace("_", "-")
+
+    def allowed(self) -> tuple | None:
+        return None if self.choices is None else tuple(self.choices())
+
+    def validate(self, name: str, value):
+        """The canonical value (floats as float), or FastGTError naming what is allowed."""
+        ok = isinstance(value, self.kind) and not (self.kind is not bool and isinstance(value, bool))
+        if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value, ok = float(value), True
+        if not ok:
+            raise bad(name, value, _KINDS[self.kind])
+        if self.choices is not None:
+            check_choice(name, value, self.allowed())
+        if self.check is not None:
+            self.check(name, value)
+        return value
+
+
+def _algorithms():
+    from .algorithms import ALGORITHMS
+
+    return ALGORITHMS
+
+
+def _families():
+    from .topology import FAMILIES
+
+    return FAMILIES
+
+
+def _problems():
+    from .problems import PROBLEMS
+
+    return PROBLEMS
+
+
+def _noises():
+    from .problems import NOISES
+
+    return NOISES
+
+
+def _weights():
+    from .topology.weights import WEIGHT_RULES
+
+    return WEIGHT_RULES
+
+
+def _int(lo, hi=None):
+    return partial(check_int, lo=lo, hi=hi)
+
+
+def _float(lo=None, hi=None, lo_open=False, hi_open=False):
+    return partial(check_float, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open)
+
+
+_DECLARED = [
+    # ------------------------------------------------------------------ run
+    Param("algorithm", str, "run", "gt: Gradient Tracking; dsgd: decentralized SGD",
+          choices=_algorithms, default="gt"),
+    Param("topology", str, "run", "topology family, its parameters below (see fastgt topo)",
+          choices=_families, default=REQUIRED),
+    Param("problem", str, "run", "quadratic: Setup A/B (f_i = ||x||^2); consensus: f_i = "
+          "1/2 ||x - mu_i||^2; hetero_quadratic: diagonal quadratics drawn per node",
+          choices=_problems, default="quadratic"),
+    Param("noise", str, "run", "gaussian: Setup A; structured: Setup B; none: exact gradients",
+          choices=_noises, default="gaussian"),
+    Param("sigma2", float, "run", "noise variance: (1/n) sum E||noise_i||^2", _float(0.0),
+          default=1.0, per_cell=True),
+    Param("d", int, "run", "dimension", _int(1), default=100),
+    Param("stepsize", float, "run", "stepsize gamma (fastgt theory gives the largest stable one)",
+          _float(0.0, lo_open=True), default=0.01, per_cell=True),
+    Param("steps", int, "run", "number of steps (>= 1)", _int(1), default=1000),
+    Param("record_every", int, "run", "steps between two records of the metrics", _int(1),
+          default=100),
+    Param("seed", int, "run", "seed of the noise and of the initial point", _int(0, 2**63 - 1),
+          default=0, per_cell=True),
+    # ------------------------------------------------------------- topology
+    Param("n", int, "topology", "number of nodes", _int(2)),
+    Param("self_weight", float, "topology",
+          "ring / interp_ring self weight w (neighbours get (1-w)/2)",
+          _float(0.0, 1.0, hi_open=True), per_cell=True),
+    Param("alpha", float, "topology", "interp_ring: alpha W_ring + (1-alpha)/n 11^T",
+          _float(0.0, 1.0), per_cell=True),
+    Param("rows", int, "topology", "torus rows", _int(1)),
+    Param("cols", int, "topology", "torus columns", _int(1)),
+    Param("prob", float, "topology", "erdos_renyi edge probability", _float(0.0, 1.0, lo_open=True)),
+    Param("radius", float, "topology", "geometric graph radius", _float(0.0, lo_open=True)),
+    Param("graph_seed", int, "topology", "seed of random graphs (erdos_renyi, geometric)",
+          _int(0)),
+    Param("weights", str, "topology", "weights of general graphs", choices=_weights),
+    Param("lazy", bool, "topology", "use (W + I) / 2"),
+    Param("edges", str, "topology", "from_edges: edge-list FILE (two integer columns, text or CSV)"),
+    Param("matrix", str, "topology",
+          "from_matrix: mixing-matrix FILE (.npy, .npz scipy sparse, .mtx)"),
+    # -------------------------------------------------------------- problem
+    Param("zeta", float, "problem",
+          "heterogeneity of the drawn consensus / hetero_quadratic problems", _float(0.0)),
+    Param("L", float, "problem", "hetero_quadratic: largest curvature", _float(0.0, lo_open=True)),
+    Param("mu", float, "problem", "hetero_quadratic: smallest curvature",
+          _float(0.0, lo_open=True)),
+    Param("problem_seed", int, "problem", "seed of the drawn problem data", _int(0)),
+]
+
+#: name -> Param, in declared order (the order of the result columns)
+PARAMS = {p.name: p for p in _DECLARED}
+
+
+def scoped(scope: str) -> dict:
+    """The parameters of one scope, name -> Param."""
+    return {k: p for k, p in PARAMS.items() if p.scope == scope}
+
+
+#: parameters that may differ between the cells of one compiled loop (fastgt.run_batch)
+PER_CELL = tuple(k for k, p in PARAMS.items() if p.per_cell)

@@ -1,11 +1,15 @@
-"""fastgt: fast simulation of Gradient Tracking, D-SGD and relatives over sparse graphs."""
+"""fastgt: fast simulation of Gradient Tracking, D-SGD and relatives over sparse graphs.
+
+``import fastgt`` loads no compiled code: the simulation API (``run``, ``run_batch``,
+``problem``, ``RunResult``) is imported on first use, so that ``fastgt.load``,
+``fastgt.analysis`` and ``fastgt.theory`` work without numba.
+"""
 
 __version__ = "0.1.0"
 
 from . import theory
 from .errors import FastGTError, FastGTWarning
-from .problems import problem
-from .runner import METRICS, RunResult, run, run_batch
+from .metrics import METRICS
 from .topology import MixingMatrix, topology
 
 __all__ = [
@@ -22,6 +26,23 @@ __all__ = [
     "theory",
     "topology",
 ]
+
+#: attribute -> module that defines it, imported on first access (they load the kernels)
+_LAZY = {"RunResult": "runner", "run": "runner", "run_batch": "runner", "problem": "problems"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'fastgt' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
 
 
 def load(out, traces: bool = True):

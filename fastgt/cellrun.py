@@ -11,8 +11,10 @@ import time
 import traceback
 
 from .flat import cell_problem, cell_topology
+from .metrics import METRICS
 from .params import PER_CELL
-from .runner import METRICS
+from .procs import process_start
+from .theory import THEORY_COLUMNS
 
 #: thread-count variables of numba and the BLAS/OpenMP libraries, set in every worker
 THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -21,8 +23,6 @@ SUMMARY_KEYS = ("status", "diverged_step", "steps_done", "loop_time", "steps_per
 SPECTRUM_KEYS = ("lambda2", "lambda_n", "p", "c")
 #: exact theory next to the simulated plateaus (fastgt.theory.theory_columns); graphs without a
 #: closed-form spectrum get it up to this many nodes (a dense eigvalsh per cell)
-THEORY_KEYS = ("theory_loss_avg", "theory_loss_nodes", "theory_consensus", "theory_tracking",
-               "theory_rate")
 THEORY_DENSE_MAX = 4096
 
 
@@ -130,7 +130,7 @@ def theory_row(kwargs: dict, params: dict) -> dict:
                               dense_max=THEORY_DENSE_MAX)
     except Exception:  # noqa: BLE001 (the theory is an extra; it never fails a cell)
         cols = {}
-    return {k: float(cols.get(k, math.nan)) for k in THEORY_KEYS}
+    return {k: float(cols.get(k, math.nan)) for k in THEORY_COLUMNS}
 
 
 def one_line(err: BaseException) -> str:
@@ -166,24 +166,6 @@ def worker_init(driver_pid: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="fastgt-driver-watch").start()
-
-
-def process_start(pid: int) -> str | None:
-    """Start time (clock ticks since boot) of a live process, None if it does not exist or is
-    a zombie; without /proc: "" for any live pid."""
-    try:
-        with open(f"/proc/{int(pid)}/stat") as f:
-            stat = f.read()
-    except (OSError, ValueError):
-        if os.path.exists("/proc/self/stat"):
-            return None
-        try:
-            os.kill(int(pid), 0)
-        except (OSError, ValueError):
-            return None
-        return ""
-    fields = stat.rsplit(")", 1)[1].split()
-    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 def ping() -> int:

@@ -20,8 +20,8 @@ from .cli_common import (
     user_errors,
 )
 from .errors import FastGTError, WriteFailed
+from .metrics import METRICS
 from .outputs import check_dir, check_file, write_file
-from .runner import METRICS
 from .topology.spectrum import METHODS
 from .topology.table3 import TABLE3_NS
 

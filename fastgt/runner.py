@@ -17,12 +17,12 @@ from .config import DIVERGE_FACTOR, SMALL_RUN
 from .errors import bad, check_choice, check_float, check_int
 from .flat import build
 from .kernels.metrics import quadratic_metrics
+from .metrics import METRICS
 from .problems import make_noise
 from .problems import problem as get_problem
 from .runtime import ensure_warm, numba_threads
 from .topology import MixingMatrix
 
-METRICS = ("loss_avg", "loss_nodes", "consensus", "grad_norm2", "tracking")
 #: parameters that may differ between the cells of one run_batch call
 CELL_KEYS = ("topology", "stepsize", "sigma2", "seed", "x0")
 

@@ -32,10 +32,11 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from .cellrun import THEORY_KEYS, process_start
 from .errors import FastGTError
+from .metrics import METRICS
 from .params import PARAMS
-from .runner import METRICS
+from .procs import process_start
+from .theory import THEORY_COLUMNS
 
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
 _PARAM_FIELDS = [pa.field(k, _ARROW[p.kind]) for k, p in PARAMS.items()]
@@ -47,7 +48,7 @@ CELL_SCHEMA = pa.schema(
     + [pa.field(k, _F64) for k in ("lambda2", "lambda_n", "p", "c")]
     + [pa.field(m, _F64) for m in METRICS]
     + [pa.field(f"final_{m}", _F64) for m in METRICS]
-    + [pa.field(k, _F64) for k in THEORY_KEYS]
+    + [pa.field(k, _F64) for k in THEORY_COLUMNS]
     + [pa.field("diverged_step", pa.int64()), pa.field("steps_done", pa.int64()),
        pa.field("wall_time", _F64), pa.field("loop_time", _F64), pa.field("steps_per_s", _F64),
        pa.field("threads", pa.int64()), pa.field("error", pa.string())])

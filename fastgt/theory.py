@@ -40,6 +40,8 @@ NOISES = ("gaussian", "structured", "none")
 #: curvature a of f_i = a/2 ||x - x*_i||^2 of the problems the exact theory covers
 CURVATURE = {"quadratic": 2.0, "consensus": 1.0}
 STATIONARY_METRICS = ("loss_avg", "loss_nodes", "consensus", "tracking")
+#: a sweep cell's theory columns (theory_columns; NaN where not covered)
+THEORY_COLUMNS = (*(f"theory_{m}" for m in STATIONARY_METRICS), "theory_rate")
 
 _EIGENVALUES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 

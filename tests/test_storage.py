@@ -13,8 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import fastgt
-from fastgt.cellrun import process_start, run_cell
+from fastgt.cellrun import run_cell
 from fastgt.grid import make_cell
+from fastgt.procs import process_start
 from fastgt.storage import CELL_SCHEMA, TRACE_SCHEMA, Store, load
 
 SMALL = {"topology": "ring", "n": 12, "self_weight": 0.25, "d": 3, "steps": 60,
@@ -179,3 +180,16 @@ def test_integer_parameters_read_back_as_integers(tmp_path):
         assert str(cells[col].dtype) == "Int64", col
     assert cells.loc["torus", "rows"] == 3 and pd.isna(cells.loc["erdos_renyi", "rows"])
     assert int(cells.loc["erdos_renyi", "graph_seed"]) == big
+
+
+def test_loading_and_analysis_import_no_numba(tmp_path):
+    """fastgt.load, fastgt.analysis, plots and report work without numba (nothing compiles)."""
+    store = Store(str(tmp_path))
+    cell = make_cell({"topology": "ring", "n": 8})
+    store.write(cell.id, cell.params, {"status": "ok", "loss_nodes": 1.0}, None, {})
+    code = ("import sys, fastgt, fastgt.analysis, fastgt.plots, fastgt.report\n"
+            f"cells, _ = fastgt.load({str(tmp_path)!r}, traces=False)\n"
+            "fastgt.analysis.aggregate(cells, values=['loss_nodes'])\n"
+            "print(len(cells), 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["1", "False"], out.stdout + out.stderr

@@ -127,8 +127,6 @@ def _write_trace(res, out: str) -> None:
     import os
     import tempfile
 
-    from .errors import WriteFailed
-
     def write(name):
         res.trace.to_parquet(name, index=False)
 
@@ -141,7 +139,8 @@ def _write_trace(res, out: str) -> None:
             write(spare)
         except OSError as again:
             os.remove(spare)
-            raise WriteFailed(f"{err}; saving it to {spare!r} failed too ({again.strerror}): "
+            raise WriteFailed(f"{err}; saving it to {spare!r} failed too "
+                              f"({again.strerror or again}): "
                               "the trace is lost, the summary above is all there is") from None
         raise WriteFailed(f"{err}; the trace was saved to {spare!r} instead") from None
 

@@ -32,9 +32,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baselines
 import common
-import limits
-
-from fastgt.cellrun import THREAD_ENV
 
 D = 100
 GAMMA = 0.01
@@ -210,6 +207,7 @@ def paper_job(cfg: dict) -> dict:
 # ----------------------------------------------------------------------------- child
 def child(args, threads: int, out_path: str) -> None:
     """Everything measured at one thread count; JSON to ``out_path``, progress to stderr."""
+    import limits
     import numba
 
     from fastgt.runtime import warmup
@@ -249,6 +247,8 @@ def child(args, threads: int, out_path: str) -> None:
 
 
 def run_child(threads: int, argv: list[str]) -> dict:
+    from fastgt.cellrun import THREAD_ENV
+
     env = os.environ | {v: str(threads) for v in THREAD_ENV}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "child.json"

@@ -442,14 +442,16 @@ def ab_child(args, threads: int, out_path: str) -> None:
     of every case, then either the calibrated step counts (warm-up child, no --ab-steps)
     or each case's ns per node-dimension-step at the given counts.
 
-    Per-step cost = (loop_time(k) - loop_time(k // 10)) / (k - k // 10), loop_time being
+    Per-step cost = (min loop_time(k) - min loop_time(k // 10)) / (k - k // 10), the mins
+    over ab_settings' repeats (interference only ever slows a run down), loop_time being
     fastgt.run's own clock around its step loop (record_every = k: metrics at the end
-    only). Measured at n = 30000, 7 repeats, spread = (max - min) / median: the wall time
-    of run() carries the set-up (x0 draw, allocation: 40-90 ms, jittering by tens of ms),
-    and the difference of two walls spread 0.12-0.21; loop_time / k spread 0.07-0.14 but
-    keeps the loop's fixed cost (the final metrics record: +2.4% for D-SGD at k = 30);
-    the difference of two loop times spread 0.07-0.18 and cancels that fixed cost,
-    whatever a revision does once per run inside or outside its loop."""
+    only), k >= 10 so that the difference spans >= 9 steps. Why, measured at n = 30000
+    over 7 repeats (spread = (max - min) / median): run()'s wall time carries the set-up
+    (x0 draw, allocation: 40-90 ms, jittering by tens of ms), and the difference of two
+    walls spread 0.12-0.21; loop_time / k spread 0.07-0.14 but keeps the loop's fixed cost
+    (the final metrics record: +2.4% for D-SGD at k = 30); the difference of two loop
+    times spread 0.07-0.18 and cancels that fixed cost, whatever a revision does once per
+    run inside or outside its loop."""
     import fastgt
 
     steps = json.loads(Path(args.ab_steps).read_text()) if args.ab_steps else None
@@ -470,7 +472,7 @@ def ab_child(args, threads: int, out_path: str) -> None:
             return ab_run(case, W, k, threads, k).summary["loop_time"]
 
         if steps is None:
-            case["steps"] = max(2, common.steps_for(loop_time, cfg["target_s"]))
+            case["steps"] = max(10, common.steps_for(loop_time, cfg["target_s"]))
             continue
         k = case["steps"] = steps[case_id(case)]
         short = max(1, k // 10)

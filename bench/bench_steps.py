@@ -569,7 +569,7 @@ def against(args, argv: list[str], machine: dict) -> tuple[str, dict]:
     last = [[ch for ch in children if ch["threads"] == k][-1] for k in args.threads]
     head = (header_lines(machine, last)
             + f"A = {who['A']}; B = {who['B']}. Per thread count one warm-up child per version "
-            f"(kernels compiled on a copy's first use, then loaded from the cache; checksums took "
+            "(kernels compiled on a copy's first use, then loaded from the cache; checksums took "
             + ", ".join(f"{v} {max(s):.1f} s" for v, s in warm_s.items())
             + f"), then {args.pairs} interleaved pairs of child processes.\n")
     cfg = ab_settings(args.quick)
@@ -577,8 +577,9 @@ def against(args, argv: list[str], machine: dict) -> tuple[str, dict]:
                   "loop_time(k) - min loop_time(k/10)) / (0.9 k) over "
                   f"{cfg['repeats']} runs of each in a child, k calibrated to ~{cfg['target_s']:g} "
                   "s and the same for A and B; median (min) over the pairs."),
-             (f"A/B = median of the pairwise ratios (pair i: A's child i / B's child i), then their "
-              f"min-max; verdict ok when the median is <= {1 + BUDGET:g} (the redesign's budget)."),
+             ("A/B = median of the pairwise ratios (pair i: A's child i / B's child i), then their "
+              f"min-max; verdict ok when the median is <= {1 + BUDGET:g} (the redesign's budget), "
+              f"noisy when the pairs' ratios spread over more than {2 * BUDGET:g}."),
              (f"bits = sha256 of a seeded {CHECK_STEPS}-step run (records and final state) in "
               "every child: same when all of A's and B's children agree.")]
     if differ:
@@ -605,6 +606,8 @@ def ab_report(children: list[dict]) -> tuple[list[dict], str, list[str]]:
             ratios = [a / b for a, b in zip(ns["A"], ns["B"])]
             med = statistics.median(ratios)
             verdict = "ok" if med <= 1 + BUDGET else f"over: +{100 * (med - 1):.1f}%"
+            if max(ratios) - min(ratios) > 2 * BUDGET:
+                verdict += ", noisy"
             if not same:
                 differ.append(f"{k} thr {case_id(case)}")
                 verdict += ", bits differ"

@@ -615,6 +615,7 @@ def ab_report(children: list[dict]) -> tuple[list[dict], str, list[str]]:
             rows.append({"threads": k, **{f: case[f] for f in ("algorithm", "setup", "topology",
                                                               "n", "label", "steps")},
                          "ns": summary, "ratios": ratios, "ratio_median": med,
+                         "ratio_of_mins": summary["A"]["min"] / summary["B"]["min"],
                          "checksums": sums, "bits_same": same, "verdict": verdict})
             cells.append([case["algorithm"], case["setup"], case["label"], str(case["n"]), str(k),
                           fmt_ns(summary["A"]), fmt_ns(summary["B"]), f"{med:.3f}",

@@ -2,6 +2,8 @@
 
     python bench/bench_steps.py [--quick] [--json out.json] [--threads 1,2] [--n 300,3000]
                                 [--setups A,B] [--no-paper]
+    python bench/bench_steps.py --against REF [--pairs 5] [--quick] [--json out.json]
+                                [--threads 1,2] [--n ...] [--setups A,B]
 
 f_i = ||x||^2 with the paper's Setup A (i.i.d. Gaussian gradient noise) and Setup B
 (structured noise), d = 100, on ring, interp_ring (alpha 0.5) and a near-square torus,
@@ -12,19 +14,35 @@ both limited; the parent gathers the children's JSON and prints one Markdown tab
 medians) and, with --json, writes the same data as JSON. Before timing, every case checks
 that the baselines and fastgt give the same noiseless iterates (to 1e-10). The last rows
 time the paper-size job (GT, ring n = 300, 20000 steps, metrics every 100) end to end.
-See bench/README.md.
+
+--against REF (A/B mode): this checkout's fastgt (A, working tree included) against git
+revision REF's (B, its fastgt/ extracted to a temporary directory), through the public
+API only (fastgt.topology, fastgt.run), each in its own child process (PYTHONPATH = the
+version's root, PYTHONSAFEPATH=1). Per thread count: one warm-up child per version
+(compiles a copy's kernels on first use, into FASTGT_CACHE_DIR if set; calibrates the step
+counts, the same for A and B), then --pairs pairs of children taking turns (A, B, A, B, ...),
+each timing every case (default n: 300 and 3000 on 1 thread, 30000 on more: the rows of
+the redesign's 3% budget). Per case: medians of A and B, median and min-max of the
+pairwise ratios A/B, a verdict against the budget, and whether every child's checksum of
+a seeded 5-step run (records and final state) agrees to the bit. See ab_child for the
+timing and bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
+import hashlib
 import json
 import math
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -32,9 +50,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baselines
 import common
-import limits
-
-from fastgt.cellrun import THREAD_ENV
 
 D = 100
 GAMMA = 0.01
@@ -210,6 +225,7 @@ def paper_job(cfg: dict) -> dict:
 # ----------------------------------------------------------------------------- child
 def child(args, threads: int, out_path: str) -> None:
     """Everything measured at one thread count; JSON to ``out_path``, progress to stderr."""
+    import limits
     import numba
 
     from fastgt.runtime import warmup
@@ -248,8 +264,11 @@ def child(args, threads: int, out_path: str) -> None:
     Path(out_path).write_text(json.dumps(result, indent=1))
 
 
-def run_child(threads: int, argv: list[str]) -> dict:
-    env = os.environ | {v: str(threads) for v in THREAD_ENV}
+def run_child(threads: int, argv: list[str], env: dict | None = None) -> dict:
+    """This script run as a child with ``threads`` threads (and ``env`` on top): its JSON."""
+    from fastgt.cellrun import THREAD_ENV
+
+    env = os.environ | {v: str(threads) for v in THREAD_ENV} | (env or {})
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "child.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--child", str(threads),
@@ -378,6 +397,238 @@ def header_lines(machine: dict, children: list[dict]) -> str:
             f"load avg at start {machine['load_avg_start'][0]:.2f}, after each child: {loads}\n")
 
 
+# ------------------------------------------------------------ A/B against a git revision
+BUDGET = 0.03  # the engine redesign may be at most 3% slower than the revision it replaces
+
+
+def ab_settings(quick: bool) -> dict:
+    """Timed runs of k and k // 10 steps per case and child, and the seconds of k steps."""
+    return {"repeats": 3, "target_s": 0.02 if quick else 0.1}
+
+
+def ab_sizes(args, threads: int) -> list[int]:
+    """n of an A/B child: --n, else the budget's rows (1 thread: 300 and 3000; more:
+    PARALLEL_N), the first only with --quick."""
+    if args.n:
+        return args.n
+    sizes = [300, 3000] if threads == 1 else [PARALLEL_N]
+    return sizes[:1] if args.quick else sizes
+
+
+def case_id(case: dict) -> str:
+    return " ".join(map(str, case_key(case)))
+
+
+def ab_run(case: dict, W, steps: int, threads: int, record_every: int):
+    import fastgt
+
+    return fastgt.run(algorithm=case["algorithm"], topology=W, noise=NOISES[case["setup"]], d=D,
+                      stepsize=GAMMA, sigma2=SIGMA2, steps=steps, record_every=record_every,
+                      seed=0, threads=threads)
+
+
+def checksum(case: dict, W, threads: int) -> str:
+    """sha256 of a seeded CHECK_STEPS-step run: its records (metrics at every step) and
+    final state arrays, bit for bit."""
+    res = ab_run(case, W, CHECK_STEPS, threads, 1)
+    h = hashlib.sha256(np.ascontiguousarray(res.records).tobytes())
+    for name in sorted(res.state):
+        h.update(name.encode() + np.ascontiguousarray(res.state[name]).tobytes())
+    return h.hexdigest()[:16]
+
+
+def ab_child(args, threads: int, out_path: str) -> None:
+    """One A/B child, on whichever fastgt PYTHONPATH gives (public API only): the checksum
+    of every case, then either the calibrated step counts (warm-up child, no --ab-steps)
+    or each case's ns per node-dimension-step at the given counts.
+
+    Per-step cost = (min loop_time(k) - min loop_time(k // 10)) / (k - k // 10), the mins
+    over ab_settings' repeats (interference only ever slows a run down), loop_time being
+    fastgt.run's own clock around its step loop (record_every = k: metrics at the end
+    only), k >= 10 so that the difference spans >= 9 steps. Why, measured at n = 30000
+    over 7 repeats (spread = (max - min) / median): run()'s wall time carries the set-up
+    (x0 draw, allocation: 40-90 ms, jittering by tens of ms), and the difference of two
+    walls spread 0.12-0.21; loop_time / k spread 0.07-0.14 but keeps the loop's fixed cost
+    (the final metrics record: +2.4% for D-SGD at k = 30); the difference of two loop
+    times spread 0.07-0.18 and cancels that fixed cost, whatever a revision does once per
+    run inside or outside its loop."""
+    import fastgt
+
+    steps = json.loads(Path(args.ab_steps).read_text()) if args.ab_steps else None
+    cases = []
+    for n in ab_sizes(args, threads):
+        for topo in TOPOLOGIES:
+            W = build_topology(topo, n)
+            cases += [({"algorithm": a, "setup": s, "topology": topo, "n": n,
+                        "label": topology_label(topo, n)}, W) for a in ALGOS for s in args.setups]
+    t = time.perf_counter()
+    for case, W in cases:
+        case["checksum"] = checksum(case, W, threads)
+    result = {"threads": threads, "fastgt": str(Path(fastgt.__file__).resolve().parents[1]),
+              "checksum_s": time.perf_counter() - t, **common.numba_info()}
+    cfg = ab_settings(args.quick)
+    for case, W in cases:
+        def loop_time(k, case=case, W=W):
+            return ab_run(case, W, k, threads, k).summary["loop_time"]
+
+        if steps is None:
+            case["steps"] = max(10, common.steps_for(loop_time, cfg["target_s"]))
+            continue
+        k = case["steps"] = steps[case_id(case)]
+        short = max(1, k // 10)
+        took = [(loop_time(k), loop_time(short)) for _ in range(cfg["repeats"])]
+        case["ns"] = ((min(t[0] for t in took) - min(t[1] for t in took)) / (k - short)
+                      / (case["n"] * D) * 1e9)
+    result |= {"cases": [c for c, _ in cases], "load_avg_end": os.getloadavg()}
+    Path(out_path).write_text(json.dumps(result, indent=1))
+
+
+def git(repo: Path, *cmd: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *cmd], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@contextmanager
+def materialised(repo: Path, sha: str):
+    """Commit ``sha``'s fastgt/ package extracted under the temp directory: its root.
+
+    The path depends only on the commit, so numba's cache (which keys a copy's kernels by
+    their directory's path) finds them again on the next run: REF's kernels compile once,
+    not at every run. Concurrent runs on one commit share the copy: each holds a shared
+    lock on ``<root>.lock`` (an empty file, left behind) and the last one out removes it.
+    """
+    root = Path(tempfile.gettempdir()) / f"fastgt-against-{os.getuid()}-{sha[:12]}"
+    with open(f"{root}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        if not root.exists():
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one run extracts, the others wait for it
+            if not root.exists():
+                tmp = tempfile.mkdtemp(prefix=root.name + "-", dir=root.parent)
+                archive = subprocess.run(["git", "-C", str(repo), "archive", sha, "fastgt"],
+                                         check=True, capture_output=True).stdout
+                subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+                os.rename(tmp, root)
+            fcntl.flock(lock, fcntl.LOCK_SH)
+        try:
+            yield root
+        finally:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(root)
+            except BlockingIOError:
+                pass  # another run still uses the copy
+
+
+def against(args, argv: list[str], machine: dict) -> tuple[str, dict]:
+    """Time this checkout's fastgt (A) against revision ``args.against``'s (B): per thread
+    count one warm-up child per version, then ``args.pairs`` pairs of children taking turns
+    strictly (A, B, A, B, ...: a burst of load that spans two children slows one of each,
+    so it moves two pairs' ratios in opposite directions, which the median absorbs; with
+    A B, B A, ... it slowed A twice in a null run and moved the median by 4%). The
+    report's text and the JSON data."""
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        sha = git(repo, "rev-parse", "--verify", "--quiet", f"{args.against}^{{commit}}")
+    except subprocess.CalledProcessError:
+        raise SystemExit(f"--against {args.against}: not a commit of {repo}") from None
+    dirty = git(repo, "status", "--porcelain", "--", "fastgt")
+    who = {"A": f"{repo}/fastgt (working tree at {git(repo, 'rev-parse', '--short=12', 'HEAD')}"
+                f"{', with uncommitted changes' if dirty else ''})",
+           "B": f"{args.against} = {sha[:12]}"}
+    children = []
+    with materialised(repo, sha) as ref_root, tempfile.TemporaryDirectory() as tmp:
+        roots = {"A": repo, "B": ref_root}
+
+        def child_of(version: str, threads: int, *extra: str, pair=None) -> dict:
+            env = {"PYTHONPATH": str(roots[version]), "PYTHONSAFEPATH": "1"}
+            ch = run_child(threads, [*argv, *extra], env)
+            if Path(ch["fastgt"]) != roots[version].resolve():
+                raise SystemExit(f"{version} child imported fastgt from {ch['fastgt']}, "
+                                 f"not {roots[version]}")
+            children.append(ch | {"version": version, "pair": pair})
+            return children[-1]
+
+        for k in args.threads:
+            print(f"[{k} thr] warm-up, A then B: checksums and step counts (a copy's first use "
+                  "compiles its kernels, 10-30 s)", file=sys.stderr, flush=True)
+            warm = [child_of(v, k) for v in "AB"]
+            pairs = list(zip(warm[0]["cases"], warm[1]["cases"]))
+            steps = {case_id(a): max(a["steps"], b["steps"]) for a, b in pairs}
+            differ = [case_id(a) for a, b in pairs if a["checksum"] != b["checksum"]]
+            print(f"[{k} thr] warm: A {warm[0]['checksum_s']:.1f} s, B "
+                  f"{warm[1]['checksum_s']:.1f} s; " + (
+                      f"bits DIFFER on {len(differ)} of {len(pairs)} cases: {'; '.join(differ)}"
+                      if differ else f"A and B agree to the bit on all {len(pairs)} cases"),
+                  file=sys.stderr, flush=True)
+            path = Path(tmp) / f"steps-{k}.json"
+            path.write_text(json.dumps(steps))
+            for i in range(args.pairs):
+                for v in "AB":
+                    child_of(v, k, "--ab-steps", str(path), pair=i)
+                print(f"[{k} thr] pair {i + 1}/{args.pairs} done", file=sys.stderr, flush=True)
+    rows, table, differ = ab_report(children)
+    warm_s = {v: [ch["checksum_s"] for ch in children if ch["version"] == v and ch["pair"] is None]
+              for v in "AB"}
+    last = [[ch for ch in children if ch["threads"] == k][-1] for k in args.threads]
+    head = (header_lines(machine, last)
+            + f"A = {who['A']}; B = {who['B']}. Per thread count one warm-up child per version "
+            "(kernels compiled on a copy's first use, then loaded from the cache; checksums took "
+            + ", ".join(f"{v} {max(s):.1f} s" for v, s in warm_s.items())
+            + f"), then {args.pairs} interleaved pairs of child processes.\n")
+    cfg = ab_settings(args.quick)
+    notes = ["", (f"ns = nanoseconds per node-dimension-step, d = {D}, of fastgt.run: (min "
+                  "loop_time(k) - min loop_time(k/10)) / (0.9 k) over "
+                  f"{cfg['repeats']} runs of each in a child, k calibrated to ~{cfg['target_s']:g} "
+                  "s and the same for A and B; median (min) over the pairs."),
+             ("A/B = median of the pairwise ratios (pair i: A's child i / B's child i), then their "
+              f"min-max; verdict ok when the median is <= {1 + BUDGET:g} (the redesign's budget), "
+              f"noisy when the pairs' ratios spread over more than {2 * BUDGET:g}."),
+             (f"bits = sha256 of a seeded {CHECK_STEPS}-step run (records and final state) in "
+              "every child: same when all of A's and B's children agree.")]
+    if differ:
+        notes.append("BITS DIFFER between A and B on: " + "; ".join(differ))
+    data = {"machine": machine, "against": {"ref": args.against, "sha": sha, **who},
+            "settings": cfg | {"pairs": args.pairs, "budget": BUDGET},
+            "d": D, "gamma": GAMMA, "sigma2": SIGMA2, "children": children, "rows": rows,
+            "table": table}
+    return head + "\n" + table + "\n" + "\n".join(notes), data
+
+
+def ab_report(children: list[dict]) -> tuple[list[dict], str, list[str]]:
+    """Flat rows (for JSON), the Markdown table and the cases whose bits differ."""
+    rows, cells, differ = [], [], []
+    for k in dict.fromkeys(ch["threads"] for ch in children):
+        mine = [ch for ch in children if ch["threads"] == k]
+        for case in mine[-1]["cases"]:  # a timed child's: its steps are the ones used
+            key = case_key(case)
+            got = [(ch["version"], ch["pair"], c) for ch in mine for c in ch["cases"]
+                   if case_key(c) == key]
+            ns = {v: [c["ns"] for w, i, c in got if w == v and i is not None] for v in "AB"}
+            sums = {v: sorted({c["checksum"] for w, _, c in got if w == v}) for v in "AB"}
+            same = len(set(sums["A"]) | set(sums["B"])) == 1
+            ratios = [a / b for a, b in zip(ns["A"], ns["B"])]
+            med = statistics.median(ratios)
+            verdict = "ok" if med <= 1 + BUDGET else f"over: +{100 * (med - 1):.1f}%"
+            if max(ratios) - min(ratios) > 2 * BUDGET:
+                verdict += ", noisy"
+            if not same:
+                differ.append(f"{k} thr {case_id(case)}")
+                verdict += ", bits differ"
+            summary = {v: common.summarize(ns[v], 1.0) for v in "AB"}
+            rows.append({"threads": k, **{f: case[f] for f in ("algorithm", "setup", "topology",
+                                                              "n", "label", "steps")},
+                         "ns": summary, "ratios": ratios, "ratio_median": med,
+                         "ratio_of_mins": summary["A"]["min"] / summary["B"]["min"],
+                         "checksums": sums, "bits_same": same, "verdict": verdict})
+            cells.append([case["algorithm"], case["setup"], case["label"], str(case["n"]), str(k),
+                          fmt_ns(summary["A"]), fmt_ns(summary["B"]), f"{med:.3f}",
+                          f"{min(ratios):.3f}-{max(ratios):.3f}", "same" if same else "DIFFER",
+                          verdict])
+    header = ["algo", "setup", "topology", "n", "threads", "A ns", "B ns", "A/B", "A/B min-max",
+              "bits", "verdict"]
+    return rows, common.markdown_table(header, cells), differ
+
+
 # ------------------------------------------------------------------------------- cli
 def int_list(text: str) -> list[int]:
     return [int(v) for v in text.split(",") if v.strip()]
@@ -394,13 +645,21 @@ def parse_args(argv=None):
     p.add_argument("--setups", type=lambda v: [x.strip().upper() for x in v.split(",") if x.strip()],
                    default=["A", "B"], help="noise setups: A (i.i.d. gaussian), B (structured); "
                    "default A,B")
+    p.add_argument("--against", metavar="REF",
+                   help="A/B mode: this checkout's fastgt against git revision REF's, "
+                   "interleaved child processes (default n: 300,3000 on 1 thread, "
+                   f"{PARALLEL_N} on more)")
+    p.add_argument("--pairs", type=int, default=5,
+                   help="--against: pairs of A and B children per thread count (default 5)")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     p.add_argument("--child-out", help=argparse.SUPPRESS)
+    p.add_argument("--ab-steps", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.n is None:
+    if args.n is None and not args.against:
         args.n = [300] if args.quick else [300, 3000]
-    if not args.n or min(args.n) < 4 or not args.threads or min(args.threads) < 1:
-        p.error("--n needs values >= 4 and --threads values >= 1")
+    if (args.n is not None and (not args.n or min(args.n) < 4)) or not args.threads \
+            or min(args.threads) < 1 or args.pairs < 1:
+        p.error("--n needs values >= 4, --threads and --pairs values >= 1")
     if not args.setups or set(args.setups) - set(NOISES):
         p.error(f"--setups: allowed values {', '.join(NOISES)}")
     return args
@@ -410,16 +669,19 @@ def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     if args.child is not None:
-        child(args, args.child, args.child_out)
+        (ab_child if args.against else child)(args, args.child, args.child_out)
         return
     machine = common.machine_info()
-    children = [run_child(k, argv) for k in args.threads]
-    rows, table = report(children)
-    text = header_lines(machine, children) + "\n" + table + "\n" + footnotes(children)
-    print(text)
-    if args.json:
+    if args.against:
+        text, data = against(args, argv, machine)
+    else:
+        children = [run_child(k, argv) for k in args.threads]
+        rows, table = report(children)
+        text = header_lines(machine, children) + "\n" + table + "\n" + footnotes(children)
         data = {"machine": machine, "settings": settings(args.quick), "d": D, "gamma": GAMMA,
                 "sigma2": SIGMA2, "children": children, "rows": rows, "table": table}
+    print(text)
+    if args.json:
         Path(args.json).write_text(json.dumps(data, indent=1))
 
 

@@ -38,12 +38,15 @@ def machine_info() -> dict:
 
 
 def numba_info() -> dict:
-    """numba version and threading layer (call after a parallel kernel ran)."""
+    """numba version and threading layer (call after a parallel kernel ran). numba's own
+    API only, not fastgt's: it serves children running any revision of fastgt."""
     import numba
 
-    from fastgt.runtime import threading_layer
-
-    return {"numba": numba.__version__, "threading_layer": threading_layer(),
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel kernel ran yet
+        layer = "not initialised"
+    return {"numba": numba.__version__, "threading_layer": layer,
             "numba_threads": numba.get_num_threads()}
 
 
@@ -51,13 +54,14 @@ def steps_for(advance, target_s: float, probe_s: float = 0.02) -> int:
     """How many steps ``advance(k)`` needs to take about ``target_s`` seconds (>= 1).
 
     Doubles k from 1 until a call takes ``probe_s``, then scales; the probe calls also warm
-    caches and allocators.
+    caches and allocators. ``advance`` may return the seconds its steps took by its own
+    clock (e.g. a run's loop time, without its set-up); otherwise its wall time counts.
     """
     k = 1
     while True:
         t = time.perf_counter()
-        advance(k)
-        dt = time.perf_counter() - t
+        took = advance(k)
+        dt = time.perf_counter() - t if took is None else took
         if dt >= probe_s:
             return max(1, round(k * target_s / dt))
         k *= 2

@@ -1,4 +1,4 @@
-"""Dense-numpy reference implementation of GT and D-SGD: the yardstick for fastgt's kernels.
+"""Dense-numpy twins of fastgt's algorithms: the yardstick for its kernels.
 
 Written from docs/definitions.md and the paper's Algorithm 1, independently of fastgt's
 kernels: W is the dense matrix ``W.to_dense()``, gradients come from the problem instance
@@ -13,28 +13,44 @@ from fastgt.problems import make_noise
 from fastgt.problems.noise import noise_matrix
 
 
-def gt(Wd, grad, noise, gamma, x0, steps):
-    """Paper Algorithm 1; returns the list of states (X, Y, G) for t = 0..steps."""
-    X = np.array(x0, dtype=float)
-    G = grad(X) + noise(0)
-    Y = G.copy()
-    states = [(X, Y, G)]
-    for t in range(steps):
-        X = Wd @ (X - gamma * Y)
-        G_new = grad(X) + noise(t + 1)
-        Y = Wd @ Y + G_new - G
-        G = G_new
-        states.append((X, Y, G))
-    return states
+def gt_init(X, oracle):
+    G = oracle(X, 0)
+    return {"X": X, "Y": G.copy(), "G": G}
 
 
-def dsgd(Wd, grad, noise, gamma, x0, steps):
-    """x(t+1) = W (x(t) - gamma g(t)); returns the list of iterates X for t = 0..steps."""
-    X = np.array(x0, dtype=float)
-    states = [X]
+def gt_step(s, W, oracle, gamma, t):
+    """Paper Algorithm 1."""
+    X = W @ (s["X"] - gamma * s["Y"])
+    G = oracle(X, t + 1)
+    return {"X": X, "Y": W @ s["Y"] + G - s["G"], "G": G}
+
+
+def dsgd_init(X, oracle):
+    return {"X": X}
+
+
+def dsgd_step(s, W, oracle, gamma, t):
+    """x(t+1) = W (x(t) - gamma g(t))."""
+    return {"X": W @ (s["X"] - gamma * oracle(s["X"], t))}
+
+
+#: an algorithm's twin is its dense update, a few lines each: init(X, oracle) -> the state
+#: at t = 0, step(state, W, oracle, gamma, t) -> the state at t + 1, where oracle(X, t) is
+#: the stochastic gradient of step t at X; states are dicts named like RunResult.state
+TWINS = {"gt": (gt_init, gt_step), "dsgd": (dsgd_init, dsgd_step)}
+
+
+def simulate(algorithm, Wd, grad, noise, gamma, x0, steps):
+    """The states of ``algorithm`` (a key of TWINS) for t = 0..steps: W dense, the gradient
+    of step t at X grad(X) + noise(t)."""
+    init, step = TWINS[algorithm]
+
+    def oracle(X, t):
+        return grad(X) + noise(t)
+
+    states = [init(np.array(x0, dtype=float), oracle)]
     for t in range(steps):
-        X = Wd @ (X - gamma * (grad(X) + noise(t)))
-        states.append(X)
+        states.append(step(states[-1], Wd, oracle, gamma, t))
     return states
 
 

@@ -57,16 +57,11 @@ def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=Non
     noise_fn = ref.no_noise(W.n, d) if noise == "none" else ref.fastgt_noise(
         noise, sigma2, d, W, seed)
     rec_steps = list(range(0, STEPS, RECORD)) + [STEPS]
-    if algorithm == "gt":
-        states = ref.gt(W.to_dense(), inst.grad, noise_fn, GAMMA, x0, STEPS)
-        rows = [ref.metrics(inst, *states[t][:2]) for t in rec_steps]
-        for key, arr in zip("XYG", states[-1]):
-            _assert_state_close(res.state[key], arr)
-    else:
-        states = ref.dsgd(W.to_dense(), inst.grad, noise_fn, GAMMA, x0, STEPS)
-        rows = [ref.metrics(inst, states[t]) for t in rec_steps]
-        _assert_state_close(res.state["X"], states[-1])
-        assert set(res.state) == {"X"}
+    states = ref.simulate(algorithm, W.to_dense(), inst.grad, noise_fn, GAMMA, x0, STEPS)
+    rows = [ref.metrics(inst, states[t]["X"], states[t].get("Y")) for t in rec_steps]
+    assert set(res.state) == set(states[-1])
+    for key, arr in states[-1].items():
+        _assert_state_close(res.state[key], arr)
     expected = np.column_stack([rec_steps, np.array(rows)])
     _assert_trace_close(res.trace, expected, algorithm == "gt")
 

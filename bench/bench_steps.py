@@ -266,7 +266,7 @@ def child(args, threads: int, out_path: str) -> None:
 
 def run_child(threads: int, argv: list[str], env: dict | None = None) -> dict:
     """This script run as a child with ``threads`` threads (and ``env`` on top): its JSON."""
-    from fastgt.cellrun import THREAD_ENV
+    from fastgt.sweep.cellrun import THREAD_ENV
 
     env = os.environ | {v: str(threads) for v in THREAD_ENV} | (env or {})
     with tempfile.TemporaryDirectory() as tmp:

@@ -57,7 +57,7 @@ seed = {seeds}
 
 
 def run_config(spec: Path, workers: int, root: Path) -> dict:
-    from fastgt.storage import Store, load
+    from fastgt.sweep.storage import Store, load
 
     out = root / f"w{workers}"
     cmd = [sys.executable, "-c", "from fastgt.cli import main; main()", "grid", str(spec),

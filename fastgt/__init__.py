@@ -1,13 +1,12 @@
 """fastgt: fast simulation of Gradient Tracking, D-SGD and relatives over sparse graphs.
 
 ``import fastgt`` loads no compiled code: the simulation API (``run``, ``run_batch``,
-``problem``, ``RunResult``) is imported on first use, so that ``fastgt.load``,
-``fastgt.analysis`` and ``fastgt.theory`` work without numba.
+``problem``, ``RunResult``) and ``load`` are imported on first use, so that
+``fastgt.load``, ``fastgt.analysis`` and ``fastgt.theory`` work without numba.
 """
 
-__version__ = "0.1.0"
-
 from . import theory
+from ._version import __version__
 from .errors import FastGTError, FastGTWarning
 from .metrics import METRICS
 from .topology import MixingMatrix, topology
@@ -27,8 +26,10 @@ __all__ = [
     "topology",
 ]
 
-#: attribute -> module that defines it, imported on first access (they load the kernels)
-_LAZY = {"RunResult": "runner", "run": "runner", "run_batch": "runner", "problem": "problems"}
+#: attribute -> module that defines it, imported on first access: the simulation API loads
+#: the kernels, fastgt.load (sweep.storage.load) pyarrow and pandas
+_LAZY = {"RunResult": "runner", "run": "runner", "run_batch": "runner", "problem": "problems",
+         "load": "sweep.storage"}
 
 
 def __getattr__(name: str):
@@ -43,13 +44,3 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(__all__))
-
-
-def load(out, traces: bool = True):
-    """(cells, traces) DataFrames of a sweep directory or URI (see fastgt.storage.load);
-    anything else (a file, a directory of sweeps) is a FastGTError saying what it is.
-
-    Imported lazily so that ``import fastgt`` does not pull in pyarrow."""
-    from .storage import load as _load
-
-    return _load(out, traces)

@@ -9,7 +9,7 @@ class DegenerateGraphError(FastGTError):
     """The graph built is not a valid mixing matrix: disconnected, or bipartite with zero
     self-weights (p = 0). For a random family (erdos_renyi, geometric) this is a property of
     one instance (its graph_seed), not of the parameters: a sweep records such a cell as
-    failed and goes on (fastgt.grid)."""
+    failed and goes on (fastgt.sweep.grid)."""
 
 
 class WriteFailed(RuntimeError):

@@ -99,7 +99,7 @@ def flat_problem(name: str, params: dict) -> ProblemSpec:
 
 
 def cell_topology(params: dict, memo: dict | None = None) -> MixingMatrix:
-    """A sweep cell's mixing matrix, from its canonical parameters (those of fastgt.grid,
+    """A sweep cell's mixing matrix, from its canonical parameters (those of fastgt.sweep.grid,
     which hold the run's own too); memo as in flat_topology."""
     name = params["topology"]
     return flat_topology(name, {k: params[k] for k in topology_params(name) if k in params},

@@ -1,7 +1,7 @@
 """Every user-facing parameter, declared once: its type, allowed values, scope, default, help
-text and command-line flag. Grid-spec validation (fastgt.grid), the result columns
-(fastgt.storage), the CLI's options (fastgt.cli_common) and the keys a sweep batches over
-(fastgt.cellrun) derive from :data:`PARAMS`; fastgt.run's own checks use the same check
+text and command-line flag. Grid-spec validation (fastgt.sweep.grid), the result columns
+(fastgt.sweep.storage), the CLI's options (fastgt.cli.common) and the keys a sweep batches over
+(fastgt.sweep.cellrun) derive from :data:`PARAMS`; fastgt.run's own checks use the same check
 functions, so every error reads the same wherever the value came from.
 
 Scopes: ``run`` (fastgt.run's own: one per cell of a sweep), ``topology`` (a topology

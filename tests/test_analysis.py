@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from fastgt import METRICS
 from fastgt.analysis import aggregate, loglog_slope, plateau, plateau_checks
-from fastgt.cli_sweep import plot as plot_cmd
-from fastgt.grid import make_cell
-from fastgt.storage import Store, load
+from fastgt.cli.sweep import plot as plot_cmd
+from fastgt.sweep.grid import make_cell
+from fastgt.sweep.storage import Store, load
 
 T_975_3 = 3.182446305284263  # 97.5% quantile of Student's t with 3 degrees of freedom (tables)
 
@@ -133,7 +133,7 @@ def test_plot_command_writes_figures(results, tmp_path, args, suffix, magic):
 
 
 def test_plot_data_are_the_seed_means(results):
-    from fastgt.plots import summary
+    from fastgt.analysis.plots import summary
 
     cells, _ = load(results)
     fig = summary(cells, x="n", y="loss_nodes", hue="algorithm")
@@ -147,7 +147,7 @@ def test_plot_data_are_the_seed_means(results):
 def test_summary_title_says_what_was_run_and_what_the_bars_are(results, tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 
-    from fastgt.plots import summary
+    from fastgt.analysis.plots import summary
 
     cells, _ = load(results)
     title = summary(cells, x="n", hue="algorithm", sweep="results/x").axes[0].get_title()

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 import fastgt
 from fastgt.cli import main
-from fastgt.storage import Store
+from fastgt.sweep.storage import Store
 
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
@@ -48,14 +48,14 @@ def no_simulation(monkeypatch):
         raise AssertionError("a simulation started")
 
     monkeypatch.setattr("fastgt.runner.run_batch", refuse)
-    monkeypatch.setattr("fastgt.executors.run_sweep", refuse)
-    monkeypatch.setattr("fastgt.report.report", refuse)
+    monkeypatch.setattr("fastgt.sweep.executors.run_sweep", refuse)
+    monkeypatch.setattr("fastgt.paper.report.report", refuse)
 
 
 @pytest.fixture
 def sweep(tmp_path):
     """A finished sweep directory of 2 cells (written directly, no worker processes)."""
-    from fastgt.grid import parse_spec
+    from fastgt.sweep.grid import parse_spec
 
     out = tmp_path / "sweeps" / "one"
     store = Store(str(out))
@@ -194,8 +194,8 @@ def test_a_sweep_with_diverged_cells_exits_3_after_finishing(tmp_path):
 
 def test_steps_zero_is_refused_and_one_default_everywhere():
     one_error(invoke("run", "--n", "8", "--steps", "0"), 2, "steps=0 is invalid", ">= 1")
-    from fastgt.cli import run_cmd
-    from fastgt.grid import RUN_DEFAULTS, make_cell
+    from fastgt.cli.main import run_cmd
+    from fastgt.sweep.grid import RUN_DEFAULTS, make_cell
 
     api = inspect.signature(fastgt.run).parameters
     cli = {p.name: p.default for p in run_cmd.params}
@@ -367,7 +367,7 @@ def test_a_bad_file_in_a_grid_spec_is_refused_before_running(tmp_path, no_simula
 
 def test_every_declared_parameter_is_an_option_of_run_with_its_help():
     """fastgt run's options come from the parameter registry (fastgt.params)."""
-    from fastgt.cli import run_cmd
+    from fastgt.cli.main import run_cmd
     from fastgt.params import PARAMS
 
     opts = {p.name: p for p in run_cmd.params}

@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 import fastgt
-from fastgt.cli_sweep import grid as grid_cmd
+from fastgt.cli.sweep import grid as grid_cmd
 from fastgt.errors import FastGTError
-from fastgt.executors import DaskBackend
-from fastgt.grid import load_spec
-from fastgt.storage import Store, load
+from fastgt.sweep.executors import DaskBackend
+from fastgt.sweep.grid import load_spec
+from fastgt.sweep.storage import Store, load
 
 pytest.importorskip("dask.distributed")
 

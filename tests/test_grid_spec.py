@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 import fastgt
-from fastgt import grid as G
-from fastgt.cli_sweep import grid as grid_cmd
+from fastgt.cli.sweep import grid as grid_cmd
 from fastgt.errors import FastGTError
 from fastgt.flat import problem_flat_params, topology_params
+from fastgt.sweep import grid as G
 
 BASE = """\
 [run]
@@ -146,7 +146,7 @@ def test_missing_spec_file(tmp_path):
 
 
 def test_every_family_and_problem_parameter_is_declared():
-    """A parameter added to a family or problem must get a type in fastgt.grid (and thus a
+    """A parameter added to a family or problem must get a type in fastgt.sweep.grid (and thus a
     declared result column)."""
     from fastgt.problems import PROBLEMS
 

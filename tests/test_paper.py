@@ -46,9 +46,9 @@ def test_reproduce_paper_quick(tmp_path):
 def test_report_keeps_sweeps_with_other_parameters_apart(tmp_path):
     """Cells differing in a parameter other than the swept one (here the stepsize) are
     never averaged together: one figure and one set of slopes each."""
-    from fastgt.executors import run_sweep
-    from fastgt.grid import parse_spec
-    from fastgt.report import report
+    from fastgt.paper.report import report
+    from fastgt.sweep.executors import run_sweep
+    from fastgt.sweep.grid import parse_spec
 
     spec = parse_spec('[run]\ntopology = "interp_ring"\nn = 20\nd = 4\nsteps = 3000\n'
                       'record_every = 100\n[[grid]]\nalpha = [0.5, 0.9]\n'

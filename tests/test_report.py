@@ -10,10 +10,10 @@ from matplotlib.text import Text
 
 import fastgt
 from fastgt import theory
-from fastgt.cellrun import run_cells
-from fastgt.grid import parse_spec
-from fastgt.report import report
-from fastgt.storage import Store
+from fastgt.paper.report import report
+from fastgt.sweep.cellrun import run_cells
+from fastgt.sweep.grid import parse_spec
+from fastgt.sweep.storage import Store
 
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
@@ -202,7 +202,7 @@ def test_report_tick_labels_never_overlap(reported):
 def test_tracking_report_has_no_paper_bound(sweep, reported, tmp_path):
     from click.testing import CliRunner
 
-    from fastgt.cli import report_cmd
+    from fastgt.cli.main import report_cmd
 
     table, out, _ = reported
     assert "paper's bound" in (out / "slopes.md").read_text()

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import fastgt
-from fastgt.cellrun import run_cell
-from fastgt.grid import make_cell
 from fastgt.procs import process_start
-from fastgt.storage import CELL_SCHEMA, TRACE_SCHEMA, Store, load
+from fastgt.sweep.cellrun import run_cell
+from fastgt.sweep.grid import make_cell
+from fastgt.sweep.storage import CELL_SCHEMA, TRACE_SCHEMA, Store, load
 
 SMALL = {"topology": "ring", "n": 12, "self_weight": 0.25, "d": 3, "steps": 60,
          "record_every": 20, "seed": 4}
@@ -187,7 +187,7 @@ def test_loading_and_analysis_import_no_numba(tmp_path):
     store = Store(str(tmp_path))
     cell = make_cell({"topology": "ring", "n": 8})
     store.write(cell.id, cell.params, {"status": "ok", "loss_nodes": 1.0}, None, {})
-    code = ("import sys, fastgt, fastgt.analysis, fastgt.plots, fastgt.report\n"
+    code = ("import sys, fastgt, fastgt.analysis, fastgt.analysis.plots, fastgt.paper.report\n"
             f"cells, _ = fastgt.load({str(tmp_path)!r}, traces=False)\n"
             "fastgt.analysis.aggregate(cells, values=['loss_nodes'])\n"
             "print(len(cells), 'numba' in sys.modules)")

@@ -18,11 +18,11 @@ import pytest
 from click.testing import CliRunner
 
 import fastgt
-from fastgt.cli_sweep import grid as grid_cmd
-from fastgt.cli_sweep import status as status_cmd
-from fastgt.executors import LocalBackend
-from fastgt.grid import load_spec, make_cell
-from fastgt.storage import load
+from fastgt.cli.sweep import grid as grid_cmd
+from fastgt.cli.sweep import status as status_cmd
+from fastgt.sweep.executors import LocalBackend
+from fastgt.sweep.grid import load_spec, make_cell
+from fastgt.sweep.storage import load
 
 CLI = [sys.executable, "-c", "from fastgt.cli import main; main()"]
 SUMMARY = re.compile(r"(\d+) cells: (\d+) ok, (\d+) diverged, (\d+) failed, (\d+) skipped "
@@ -180,8 +180,8 @@ def test_sigkill_loses_only_cells_in_flight_and_rerun_completes(tmp_path):
 
 SWEEP = """
 import sys
-from fastgt.executors import run_sweep
-from fastgt.grid import load_spec
+from fastgt.sweep.executors import run_sweep
+from fastgt.sweep.grid import load_spec
 
 run_sweep(load_spec(sys.argv[1]).cells(), sys.argv[2], workers=2, progress=False,
           task_seconds=float(sys.argv[3]))
@@ -203,7 +203,7 @@ def test_sigkill_of_batched_cells_loses_at_most_one_bounded_task_per_worker(tmp_
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     _all_readable(out)
-    store = fastgt.storage.Store(out, create=False)
+    store = fastgt.sweep.storage.Store(out, create=False)
     done = store.ids()
     assert store.ids("traces") >= done  # a cell file means a finished cell
     batches = [store.provenance(i)["batch"] for i in done]
@@ -211,7 +211,7 @@ def test_sigkill_of_batched_cells_loses_at_most_one_bounded_task_per_worker(tmp_
     cells, traces = load(out)
     # a task takes floor(0.5 s / a cell's estimate) cells: uncalibrated at first, then
     # calibrated to the measured wall time per cell of a finished task; none exceeds this cap
-    from fastgt.tasks import estimate
+    from fastgt.sweep.tasks import estimate
 
     first = load_spec(spec).cells()[0].params
     cap = max(1, int(0.5 // estimate(first)), int(0.5 // cells["wall_time"].min()))
@@ -292,9 +292,9 @@ def test_a_dying_worker_is_recorded_and_the_pool_replaced():
 def test_compatible_cells_share_a_compiled_loop(tmp_path):
     """Cells differing only in seed / stepsize / alpha run as one batch per worker, with the
     numbers of separate runs; an incompatible cell in the same sweep runs on its own."""
-    from fastgt.cellrun import run_cell
-    from fastgt.executors import run_sweep
-    from fastgt.grid import parse_spec
+    from fastgt.sweep.cellrun import run_cell
+    from fastgt.sweep.executors import run_sweep
+    from fastgt.sweep.grid import parse_spec
 
     spec = parse_spec("""
 [run]
@@ -319,7 +319,7 @@ seed = [5]
     df, _ = fastgt.load(str(tmp_path), traces=False)
     batches = {}
     for cell in cells:
-        meta = fastgt.storage.Store(str(tmp_path), create=False).provenance(cell.id)
+        meta = fastgt.sweep.storage.Store(str(tmp_path), create=False).provenance(cell.id)
         batches.setdefault(cell.params["topology"], set()).add(meta["batch"])
         row = df.set_index("id").loc[cell.id]
         ref, _, _ = run_cell(cell.params)
@@ -328,13 +328,13 @@ seed = [5]
 
 
 def test_max_batch_one_runs_cells_one_by_one(tmp_path):
-    from fastgt.executors import run_sweep
-    from fastgt.grid import parse_spec
+    from fastgt.sweep.executors import run_sweep
+    from fastgt.sweep.grid import parse_spec
 
     cells = parse_spec('[run]\ntopology = "ring"\nn = 12\nd = 2\nsteps = 20\n'
                        '[[grid]]\nseed = [0, 1, 2, 3]\n').cells()
     run_sweep(cells, str(tmp_path), workers=2, progress=False, max_batch=1)
-    store = fastgt.storage.Store(str(tmp_path), create=False)
+    store = fastgt.sweep.storage.Store(str(tmp_path), create=False)
     assert {store.provenance(c.id)["batch"] for c in cells} == {1}
     with pytest.raises(fastgt.FastGTError, match="max_batch"):
         run_sweep(cells, str(tmp_path / "x"), workers=1, progress=False, max_batch=0)
@@ -355,13 +355,13 @@ class _OneSlot:
         return len(self.tasks) - 1
 
     def wait_any(self, futures):
-        claims = fastgt.storage.Store(self.out, create=False).claims()
+        claims = fastgt.sweep.storage.Store(self.out, create=False).claims()
         self.states.append({k: v["state"] for k, v in claims.items()})
         self.status.append(CliRunner().invoke(status_cmd, [self.out]).output)
         return [futures[0]]
 
     def result(self, fut, count):
-        from fastgt.cellrun import run_cells
+        from fastgt.sweep.cellrun import run_cells
 
         return run_cells(self.tasks[fut])
 
@@ -372,8 +372,8 @@ class _OneSlot:
 def test_claims_and_status_tell_queued_from_running_cells(tmp_path, monkeypatch):
     """Of the tasks in flight the first ``slots`` are running, the others queued; when a
     task ends the next one is marked running. ``fastgt status`` counts both."""
-    from fastgt import executors
-    from fastgt.grid import parse_spec
+    from fastgt.sweep import executors
+    from fastgt.sweep.grid import parse_spec
 
     cells = parse_spec('[run]\ntopology = "ring"\nn = 12\nd = 2\nsteps = 20\n'
                        '[[grid]]\nseed = [0, 1, 2]\n').cells()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fastgt import FastGTError
-from fastgt.topology.table3 import table3, to_markdown
+from fastgt.paper.table3 import table3, to_markdown
 
 NS = (16, 64, 256, 1024, 4096, 16384, 65536)
 

@@ -1,11 +1,11 @@
-"""Tasks of a sweep (fastgt.tasks): cells batched up to max_batch, fewer when their
+"""Tasks of a sweep (fastgt.sweep.tasks): cells batched up to max_batch, fewer when their
 estimated run time would pass the bound; estimates calibrated by measured times."""
 
 import math
 
-from fastgt.cellrun import batch_key
-from fastgt.grid import make_cell
-from fastgt.tasks import Planner, estimate
+from fastgt.sweep.cellrun import batch_key
+from fastgt.sweep.grid import make_cell
+from fastgt.sweep.tasks import Planner, estimate
 
 LIMIT = 4.0
 
@@ -76,7 +76,7 @@ def test_measured_times_calibrate_the_estimates():
 
 def test_a_graph_from_a_file_has_an_estimate(tmp_path):
     """from_edges / from_matrix cells name no n: the estimate assumes UNKNOWN_N nodes."""
-    from fastgt.tasks import UNKNOWN_N
+    from fastgt.sweep.tasks import UNKNOWN_N
 
     cell = make_cell({"topology": "from_edges", "edges": str(tmp_path / "g.txt"), "d": 4})
     ring = make_cell({"topology": "ring", "n": UNKNOWN_N, "d": 4})

@@ -10,11 +10,11 @@ import socket
 import time
 import traceback
 
-from .flat import cell_problem, cell_topology
-from .metrics import METRICS
-from .params import PER_CELL
-from .procs import process_start
-from .theory import THEORY_COLUMNS
+from ..flat import cell_problem, cell_topology
+from ..metrics import METRICS
+from ..params import PER_CELL
+from ..procs import process_start
+from ..theory import THEORY_COLUMNS
 
 #: thread-count variables of numba and the BLAS/OpenMP libraries, set in every worker
 THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -60,7 +60,7 @@ def run_cells(plist: list[dict], threads: int = 1) -> list[tuple[dict, object, d
     """``run_cell`` for several cells: those of equal ``batch_key`` advance together in one
     compiled loop (same numbers as separate runs); if they turn out not to share a sparsity
     pattern or noise kind, they run one by one. Never raises."""
-    from . import run, run_batch
+    from ..runner import run, run_batch
 
     start = time.time()
     meta = {"host": socket.gethostname(), "pid": os.getpid(),
@@ -122,7 +122,7 @@ class _Prepared:
 
 def theory_row(kwargs: dict, params: dict) -> dict:
     """The cell's theory_* values; NaN where the theory does not cover it or fails."""
-    from .theory import theory_columns
+    from ..theory import theory_columns
 
     try:
         cols = theory_columns(kwargs["topology"], params["algorithm"], params["stepsize"],
@@ -145,7 +145,7 @@ def versions() -> dict:
     import numba
     import numpy
 
-    from . import __version__
+    from .._version import __version__
 
     return {"fastgt": __version__, "numba": numba.__version__, "numpy": numpy.__version__,
             "python": platform.python_version()}
@@ -176,7 +176,7 @@ def ping() -> int:
 def warm_cache() -> None:
     """Compile every kernel once per machine, before workers start (so that they all load it
     and none compiles)."""
-    from .runtime import ensure_warm
+    from ..runtime import ensure_warm
 
     ensure_warm()
 

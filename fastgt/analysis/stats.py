@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .params import PARAMS
+from ..params import PARAMS
 
 
 def parameter_columns(df: pd.DataFrame) -> list[str]:
@@ -58,7 +58,7 @@ def plateau(trace: pd.DataFrame, metric: str = "loss_nodes", tail: float = 0.5):
     """Plateau of ``metric``: its mean over the records in the last ``tail`` fraction of the
     steps (step >= (1 - tail) * last step). A frame with an ``id`` column (several cells, as
     from :func:`fastgt.load`) gives a Series indexed by id."""
-    from .errors import check_float
+    from ..errors import check_float
 
     tail = check_float("tail", tail, 0.0, 1.0, lo_open=True)
     if "id" in trace.columns:

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import click
 
-from .cli_common import (
+from ..errors import FastGTError, WriteFailed
+from ..metrics import METRICS
+from ..outputs import check_dir, check_file, write_file
+from ..paper.table3 import TABLE3_NS
+from ..topology.spectrum import METHODS
+from .common import (
     EXIT_CODES,
     TOPOLOGY_CHOICE,
     ResultError,
@@ -19,11 +24,6 @@ from .cli_common import (
     topo_params,
     user_errors,
 )
-from .errors import FastGTError, WriteFailed
-from .metrics import METRICS
-from .outputs import check_dir, check_file, write_file
-from .topology.spectrum import METHODS
-from .topology.table3 import TABLE3_NS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
@@ -48,7 +48,7 @@ Example: fastgt topo ring --n 300 --self-weight 0.2
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @user_errors
 def topo(name, vectors, method, as_json, **kw):
-    from .flat import flat_topology
+    from ..flat import flat_topology
 
     W = flat_topology(name, topo_params(kw))
     sp = W.spectrum(vectors=vectors, method=method)
@@ -83,8 +83,8 @@ def run_cmd(threads, out, quiet, **kw):
 
     Example: fastgt run --algorithm gt --topology ring --n 300 --steps 20000 --out trace.parquet
     """
-    from . import run
-    from .flat import build
+    from ..flat import build
+    from ..runner import run
 
     if out:
         check_file("--out", out)
@@ -147,10 +147,10 @@ def _write_trace(res, out: str) -> None:
 
 def _stable_hint(W, algorithm: str, prob) -> str:
     """'; the largest stable stepsize is ...' where the exact theory knows it."""
-    from . import theory
+    from ..theory import max_stepsize
 
     try:
-        return f"; the largest stable stepsize is {theory.max_stepsize(W, algorithm, prob):.6g}"
+        return f"; the largest stable stepsize is {max_stepsize(W, algorithm, prob):.6g}"
     except FastGTError:  # the theory does not cover the problem
         return "; try a smaller --stepsize"
 
@@ -165,7 +165,7 @@ def table3_cmd(ns, as_json):
 
     Example: fastgt table3 --ns 64,1024,16384
     """
-    from .topology.table3 import table3, to_markdown
+    from ..paper.table3 import table3, to_markdown
 
     try:
         sizes = [int(x) for x in ns.split(",")]
@@ -191,7 +191,7 @@ def report_cmd(directory, out, metric, include_transient):
 
     Example: scripts/reproduce_paper.sh --quick --out results/quick (runs the sweeps and this)
     """
-    from .report import report
+    from ..paper.report import report
 
     target = out or directory
     check_dir("--out", target)
@@ -206,15 +206,15 @@ def report_cmd(directory, out, metric, include_transient):
 @main.command()
 def warmup():
     """Compile (or load from the cache) every kernel now, once per machine."""
-    from .runtime import warmup as do_warmup
+    from ..runtime import warmup as do_warmup
 
     do_warmup(verbose=True)
 
 
 
 def _add_commands():
-    from .cli_sweep import COMMANDS as sweep
-    from .cli_theory import COMMANDS as theory
+    from .sweep import COMMANDS as sweep
+    from .theory import COMMANDS as theory
 
     for cmd in (*sweep, *theory):
         main.add_command(cmd)

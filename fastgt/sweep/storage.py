@@ -32,11 +32,11 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from .errors import FastGTError
-from .metrics import METRICS
-from .params import PARAMS
-from .procs import process_start
-from .theory import THEORY_COLUMNS
+from ..errors import FastGTError
+from ..metrics import METRICS
+from ..params import PARAMS
+from ..procs import process_start
+from ..theory import THEORY_COLUMNS
 
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
 _PARAM_FIELDS = [pa.field(k, _ARROW[p.kind]) for k, p in PARAMS.items()]
@@ -343,7 +343,8 @@ def open_sweep(out, param: str = "DIR") -> Store:
 
 
 def load(out, traces: bool = True) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """(cells, traces) DataFrames of a sweep directory or URI (traces None if not wanted).
+    """(cells, traces) DataFrames of a sweep directory or URI (traces None if not wanted);
+    anything else (a file, a directory of sweeps) is a FastGTError saying what it is.
     Integer columns are pandas' nullable Int64 (a parameter some cells lack is <NA>)."""
     store = open_sweep(out, "out")
     return store.read("cells"), (store.read("traces") if traces else None)

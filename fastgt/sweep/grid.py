@@ -33,16 +33,16 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import DegenerateGraphError, FastGTError, bad
-from .flat import (
+from ..errors import DegenerateGraphError, FastGTError, bad
+from ..flat import (
     cell_problem,
     cell_topology,
     not_applicable,
     problem_flat_params,
     topology_params,
 )
-from .params import PARAMS, scoped
-from .topology import FAMILIES
+from ..params import PARAMS, scoped
+from ..topology import FAMILIES
 
 #: bump when the same parameters give different numbers (changes every cell id)
 NUMERICS_VERSION = 1

@@ -11,7 +11,7 @@ before it imports numba, and every task runs under ``numba_threads(threads)``, s
 count is enforced, not just requested (the cell row records the count that ran). The driver
 (this process) claims each cell just before submitting it, writes each result atomically as
 it arrives and releases the claim: a killed sweep loses only the cells in flight, at most
-one task (bounded by its estimated run time, fastgt.tasks) per worker, one queued task and
+one task (bounded by its estimated run time, fastgt.sweep.tasks) per worker, one queued task and
 the task whose results were being written.
 A claim says whether its cell is queued or running: backends start tasks in the order they
 get them, so of the tasks in flight the first ``slots`` (one per worker) are running.
@@ -30,8 +30,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..errors import FastGTError, check_choice, check_float, check_int
 from .cellrun import THREAD_ENV, failed_row, ping, run_cells, warm_cache, worker_init
-from .errors import FastGTError, check_choice, check_float, check_int
 from .tasks import MAX_BATCH, TASK_SECONDS, Planner
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def _mp_context(threads: int):
     if "forkserver" in mp.get_all_start_methods() and _forkserver_threads in (None, threads):
         _forkserver_threads = threads
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["fastgt.cellrun"])
+        ctx.set_forkserver_preload(["fastgt.sweep.cellrun"])
         return ctx
     return mp.get_context("spawn")
 
@@ -261,7 +261,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     force: recompute finished cells too (not those a concurrent sweep finished meanwhile);
     retry_failed: recompute cells recorded as failed. max_batch: most cells in one task;
     task_seconds: most estimated seconds of work in one task (at least one cell), see
-    fastgt.tasks. Ctrl-C (KeyboardInterrupt) stops the workers, releases this sweep's claims
+    fastgt.sweep.tasks. Ctrl-C (KeyboardInterrupt) stops the workers, releases this sweep's claims
     and propagates.
     """
     check_executor(executor, scheduler)  # before DIR is touched

@@ -7,9 +7,9 @@ import functools
 
 import click
 
-from .errors import FastGTError, WriteFailed
-from .params import PARAMS, REQUIRED, scoped
-from .topology import FAMILIES
+from ..errors import FastGTError, WriteFailed
+from ..params import PARAMS, REQUIRED, scoped
+from ..topology import FAMILIES
 
 #: exit codes of every command (documented in ``fastgt --help``)
 EXIT_OK, EXIT_WRITE, EXIT_USAGE, EXIT_RESULT = 0, 1, 2, 3

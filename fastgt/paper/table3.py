@@ -50,7 +50,7 @@ def table3(ns=TABLE3_NS) -> pd.DataFrame:
     Columns: topology, n, gap2 (= 1 - lambda2), lambda_n, inv_p (= 1/p), inv_p_pred (leading order),
     inv_p_ratio (= inv_p / inv_p_pred), c, c_limit (exact large-n value), paper_inv_p, paper_c.
     """
-    from . import topology
+    from ..topology import topology
 
     ns = [check_int("ns", n, 4) for n in ns]
     for n in ns:

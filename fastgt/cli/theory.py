@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .cli_common import (
+from .common import (
     ResultError,
     json_line,
     param_option,
@@ -33,33 +33,33 @@ def theory_cmd(algorithm, topology, problem, noise, sigma2, d, stepsize, as_json
     when the stepsize is unstable (at or above max_stepsize: the iterates diverge).
     Example: fastgt theory --topology ring --n 300 --self-weight 0.1 --stepsize 0.01
     """
-    from . import theory
-    from .errors import check_float
-    from .flat import flat_topology
+    from ..errors import check_float
+    from ..flat import flat_topology
+    from ..theory import max_stepsize, rate, stationary, unstable_message, unsupported
 
     W = flat_topology(topology, topo_params(kw))
     stepsize = check_float("stepsize", stepsize, 0.0, lo_open=True)
     sp = W.spectrum()
-    top = theory.max_stepsize(W, algorithm, problem)
+    top = max_stepsize(W, algorithm, problem)
     stable = stepsize < top
     out = {"algorithm": algorithm, "topology": W.name, **W.params, "n": W.n,
            "problem": problem, "noise": noise, "sigma2": sigma2, "d": d, "stepsize": stepsize,
            "lambda2": sp.lambda2, "lambda_n": sp.lambda_n, "p": sp.p, "c": sp.c,
            "max_stepsize": top, "stable": stable}
     if stable:
-        out["rate"] = theory.rate(W, algorithm, stepsize, problem)
-        reason = theory.unsupported(algorithm, problem)
+        out["rate"] = rate(W, algorithm, stepsize, problem)
+        reason = unsupported(algorithm, problem)
         if reason:
             out["stationary"] = f"not covered: {reason}"
         else:
-            out.update(theory.stationary(W, algorithm, stepsize, sigma2, problem, noise, d))
+            out.update(stationary(W, algorithm, stepsize, sigma2, problem, noise, d))
     if as_json:
         click.echo(json_line(out))
     else:
         for k, v in out.items():
             click.echo(f"{k:>14}  {v:.12g}" if isinstance(v, float) else f"{k:>14}  {v}")
     if not stable:
-        raise ResultError(theory.unstable_message(W, algorithm, stepsize, problem))
+        raise ResultError(unstable_message(W, algorithm, stepsize, problem))
 
 
 COMMANDS = [theory_cmd]

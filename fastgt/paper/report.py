@@ -29,15 +29,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .analysis import (
+from ..analysis.figtext import declutter_ticks, describe_run, error_bars
+from ..analysis.stats import (
     MIN_TIME_CONSTANTS,
     aggregate,
     loglog_slope,
     parameter_columns,
     plateau_checks,
 )
-from .errors import FastGTError
-from .figtext import declutter_ticks, describe_run, error_bars
+from ..errors import FastGTError
 
 #: x axes: name -> (label, function of p and c)
 AXES = {
@@ -62,7 +62,7 @@ BOUND_METRICS = ("consensus", "loss_nodes")
 def sweep_dirs(path) -> list[Path]:
     """DIR itself when it is a sweep directory (with cells/), else the sweep directories
     directly under it (sorted by name)."""
-    from .storage import open_sweep
+    from ..sweep.storage import open_sweep
 
     root = Path(path)
     if (root / "cells").is_dir():
@@ -76,7 +76,7 @@ def sweep_dirs(path) -> list[Path]:
 def load_sweep(directory, metric: str = "consensus") -> pd.DataFrame:
     """The ok cells of one sweep directory with the plateau checks of ``metric``
     (fastgt.analysis.plateau_checks: ``transient``, ``reason``, ...)."""
-    from .storage import Store
+    from ..sweep.storage import Store
 
     store = Store(str(directory), create=False)
     cells = store.read("cells")
@@ -88,7 +88,8 @@ def load_sweep(directory, metric: str = "consensus") -> pd.DataFrame:
 def theory_line(group: pd.DataFrame, param: str, metric: str, points: int = 40) -> pd.DataFrame:
     """Exact stationary ``metric`` along the swept parameter, with p and c (empty when the
     theory does not cover the cells' problem)."""
-    from . import theory, topology
+    from ..theory import stationary
+    from ..topology import topology
 
     if group.empty:
         return pd.DataFrame(columns=[param, "p", "c", metric])
@@ -103,7 +104,7 @@ def theory_line(group: pd.DataFrame, param: str, metric: str, points: int = 40) 
         W = topology(first["topology"], **fixed, **{param: float(v)})
         sp = W.spectrum()
         try:
-            st = theory.stationary(W, first["algorithm"], float(first["stepsize"]),
+            st = stationary(W, first["algorithm"], float(first["stepsize"]),
                                    float(first["sigma2"]), problem=first["problem"],
                                    noise=first["noise"], d=int(first["d"]))
         except FastGTError:

@@ -9,11 +9,11 @@ import threading
 
 import click
 
-from .cli_common import FIGURE_FORMATS, ResultError, user_errors
-from .errors import FastGTError, WriteFailed
-from .executors import DASK_HINT, EXECUTORS
-from .outputs import check_dir, check_file, write_file
-from .tasks import MAX_BATCH
+from ..errors import FastGTError, WriteFailed
+from ..outputs import check_dir, check_file, write_file
+from ..sweep.executors import DASK_HINT, EXECUTORS
+from ..sweep.tasks import MAX_BATCH
+from .common import FIGURE_FORMATS, ResultError, user_errors
 
 
 @click.command("grid")
@@ -53,8 +53,8 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
 
     Example: fastgt grid scripts/demo.toml --out results/demo --workers 2
     """
-    from .executors import run_sweep
-    from .grid import load_spec
+    from ..sweep.executors import run_sweep
+    from ..sweep.grid import load_spec
 
     gs = load_spec(spec, sets, params)
     cells = gs.cells()
@@ -94,7 +94,7 @@ def _terminated(signum, frame):
 
 
 def _dry_run(cells, out) -> None:
-    from .storage import Store, exists
+    from ..sweep.storage import Store, exists
 
     done = Store(out, create=False).ids() if exists(out) else set()
     for c in cells:
@@ -115,8 +115,8 @@ def status(directory, show_failed):
     worker); missing cells are those of DIR/grid.toml (the spec last run there) without a
     result or a claim.
     """
-    from .grid import parse_spec
-    from .storage import open_sweep
+    from ..sweep.grid import parse_spec
+    from ..sweep.storage import open_sweep
 
     store = open_sweep(directory)
     cells = store.read("cells", columns=["id", "status", "error"])
@@ -161,8 +161,8 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
 
     Example: fastgt plot results/demo --x alpha --y loss_nodes --hue algorithm -o fig1.png
     """
-    from . import plots
-    from .storage import open_sweep
+    from ..analysis import plots
+    from ..sweep.storage import open_sweep
 
     check_file("--out", out, FIGURE_FORMATS)
     if not curves and x is None:
@@ -180,8 +180,8 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
 
 
 def _filter(df, where):
-    from .errors import bad
-    from .grid import literal
+    from ..errors import bad
+    from ..sweep.grid import literal
 
     for cond in where:
         key, eq, val = cond.partition("=")

@@ -10,9 +10,9 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .analysis import aggregate, parameter_columns
-from .errors import FastGTError
+from ..errors import FastGTError
 from .figtext import RUN_KEYS, declutter_ticks, describe_run, error_bars
+from .stats import aggregate, parameter_columns
 
 
 def _figure():

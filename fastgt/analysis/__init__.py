@@ -1,0 +1,16 @@
+"""Analysis of sweep results (pandas; no numba): seed aggregation, plateaus and their
+stationarity, log-log slopes (stats), figures (plots) and the text that says what a figure
+shows (figtext). ``fastgt.load`` reads the results."""
+
+from .stats import (
+    HALVES_LEVEL,
+    MIN_TIME_CONSTANTS,
+    aggregate,
+    loglog_slope,
+    parameter_columns,
+    plateau,
+    plateau_checks,
+)
+
+__all__ = ["HALVES_LEVEL", "MIN_TIME_CONSTANTS", "aggregate", "loglog_slope",
+           "parameter_columns", "plateau", "plateau_checks"]

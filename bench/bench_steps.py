@@ -228,7 +228,7 @@ def child(args, threads: int, out_path: str) -> None:
     import limits
     import numba
 
-    from fastgt.runtime import warmup
+    from fastgt.warmup import warmup
 
     if numba.config.NUMBA_NUM_THREADS != threads:
         raise SystemExit(f"child expected NUMBA_NUM_THREADS={threads}")

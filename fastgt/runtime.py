@@ -1,9 +1,8 @@
-"""Thread control, threading-layer facts and compile-cache warm-up."""
+"""Thread control, threading-layer facts, and whether the compile cache is warm (the
+warm-up itself, which runs the engine, is fastgt.warmup)."""
 
 from __future__ import annotations
 
-import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -39,7 +38,7 @@ def threading_layer() -> str:
         return "not initialised"
 
 
-_state = {"warm": False, "warming": False}
+_state = {"warm": False}
 
 
 def _kernels() -> list:
@@ -90,47 +89,12 @@ def is_warm() -> bool:
     return _state["warm"]
 
 
-def warmup(verbose: bool = False) -> float:
-    """Compile (or load from the cache) every kernel with the argument types runs use, and
-    mark the cache warm; returns the seconds taken.
-
-    (Filling a cold cache in two processes, a helper compiling part of the kernels, was
-    tried and measured 18-24 s against 21-26 s in one on this 2-vCPU host: not kept.)
-    """
-    from . import run, run_batch
-    from .topology import topology
-
-    t = time.perf_counter()
-    _state["warming"] = True
-    try:
-        W = topology("ring", n=8)
-        for algo in ("gt", "dsgd"):
-            for noise, prob in (("gaussian", "quadratic"), ("structured", "hetero_quadratic")):
-                run(algorithm=algo, topology=W, problem=prob, noise=noise, d=3, steps=2,
-                    record_every=1, stepsize=0.01)
-            run_batch([{"topology": W}, {"topology": W, "seed": 1}], algorithm=algo, d=3,
-                      steps=2, parallel="cells")
-        run(algorithm="gt", topology=topology("complete", n=8), d=3, steps=2, record_every=1)
-    finally:
-        _state["warming"] = False
+def mark_warm() -> None:
+    """Record that every kernel is compiled for this copy of fastgt and this machine."""
     m, text = _marker()
     m.parent.mkdir(parents=True, exist_ok=True)
     m.write_text(text)
     _state["warm"] = True
-    dt = time.perf_counter() - t
-    if verbose:
-        print(f"fastgt kernels ready in {dt:.1f} s (cache: {cache_dir()})")
-    return dt
-
-
-def ensure_warm() -> None:
-    """Compile every kernel now if this machine has not yet for this copy of fastgt, saying
-    so (the announcement appears exactly when numba compiles, see _marker)."""
-    if _state["warming"] or is_warm():
-        return
-    print("fastgt: compiling the kernels once for this machine (about 10-30 s; "
-          "`fastgt warmup` does it ahead)...", file=sys.stderr, flush=True)
-    warmup()
 
 
 def cache_dir() -> str:

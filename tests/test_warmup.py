@@ -13,8 +13,8 @@ import fastgt
 
 CHECK = """
 import numpy as np, fastgt
-from fastgt import runtime
-runtime.warmup()
+from fastgt import runtime, warmup
+warmup.warmup()
 assert runtime.is_warm()
 r = fastgt.run(topology=fastgt.topology("ring", n=8), d=3, steps=5, record_every=5)
 print(repr(r.state["X"].tobytes().hex()))

@@ -206,7 +206,7 @@ def report_cmd(directory, out, metric, include_transient):
 @main.command()
 def warmup():
     """Compile (or load from the cache) every kernel now, once per machine."""
-    from ..runtime import warmup as do_warmup
+    from ..warmup import warmup as do_warmup
 
     do_warmup(verbose=True)
 

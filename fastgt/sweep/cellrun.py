@@ -176,7 +176,7 @@ def ping() -> int:
 def warm_cache() -> None:
     """Compile every kernel once per machine, before workers start (so that they all load it
     and none compiles)."""
-    from ..runtime import ensure_warm
+    from ..warmup import ensure_warm
 
     ensure_warm()
 

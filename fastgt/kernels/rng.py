@@ -13,7 +13,7 @@ is exactly the SplitMix64 sequence, started at a pseudo-random point derived fro
 
 log, sin and cos are polynomials (6 terms each, Chebyshev-economized, evaluated by
 Estrin's scheme) so that the loop vectorizes (libm calls would not): error <= 5.6e-14,
-far below the radius uniform's own resolution 2^-40 = 9.1e-13 (tests/test_rng.py checks
+far below the radius uniform's own resolution 2^-40 = 9.1e-13 (tests/kernels/test_rng.py checks
 the transform against numpy's log, sin and cos).
 
 Coordinates come in groups of 16: coordinate 16 g + j is z0 of pair 8 g + j for j < 8

@@ -116,5 +116,5 @@ def test_docs_table_is_current():
     """docs/topologies.md embeds the default table verbatim (regenerate it if this fails)."""
     from pathlib import Path
 
-    doc = Path(__file__).resolve().parents[1] / "docs" / "topologies.md"
+    doc = Path(__file__).resolve().parents[2] / "docs" / "topologies.md"
     assert to_markdown(table3()) in doc.read_text()

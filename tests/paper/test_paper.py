@@ -9,7 +9,7 @@ import pandas as pd
 
 import fastgt
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_reproduce_paper_quick(tmp_path):
@@ -38,7 +38,7 @@ def test_reproduce_paper_quick(tmp_path):
     sim = pd.Series([float(r[5]) for r in rows])
     theory = pd.Series([float(r[6]) for r in rows])
     # smoke level: the reduced sweep is short and has 2 seeds, so only coarse agreement is
-    # asserted here; tests/test_theory.py and test_statistics.py do the statistics
+    # asserted here; tests/api/test_theory.py and test_statistics.py do the statistics
     assert ((sim - theory).abs() < 0.25).all(), list(zip(sim, theory))
     assert (sim > 0).all()
 

@@ -192,7 +192,7 @@ def test_values_only_a_build_can_judge_fail_before_anything_runs(body, match):
 
 def test_a_disconnected_random_graph_is_a_cell_not_a_spec_error():
     """erdos_renyi(n=12, prob=0.3) is disconnected for graph_seed 2 only: the spec is fine,
-    that cell fails when it runs (tests/test_sweep.py), and fastgt.topology still refuses it."""
+    that cell fails when it runs (tests/sweep/test_sweep.py), and fastgt.topology still refuses it."""
     cells = G.parse_spec('[run]\ntopology = "erdos_renyi"\nn = 12\nprob = 0.3\n'
                          '[[grid]]\ngraph_seed = [0, 1, 2, 3]\n').cells()
     assert [c.params["graph_seed"] for c in cells] == [0, 1, 2, 3]

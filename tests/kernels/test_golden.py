@@ -1,9 +1,9 @@
 """Golden bits: a fixed set of runs (every algorithm, topology kind, noise and problem that
-exists) must give exactly the trajectories and final states recorded in tests/golden.json,
+exists) must give exactly the trajectories and final states recorded in tests/kernels/golden.json,
 on 1 and 2 threads and in batches. It guards refactors of the engine: they keep the numbers.
 
 The file was written before the engine redesign (issue "one engine for many algorithms")
-by ``python tests/test_golden.py --write``. Bits are compared on the CPU model that wrote
+by ``python tests/kernels/test_golden.py --write``. Bits are compared on the CPU model that wrote
 the file; on another model (the project's machine changes between sessions) vector widths
 may differ, so there the check is a relative 1e-12 on each array's sum and norm, recorded
 beside the hashes.
@@ -141,6 +141,6 @@ def write() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
-        sys.exit("usage: python tests/test_golden.py --write  (only before a change that "
+        sys.exit("usage: python tests/kernels/test_golden.py --write  (only before a change that "
                  "must keep the numbers)")
     write()

@@ -73,9 +73,10 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
 
 
 def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
-           logx: bool = False, logy: bool = True) -> Figure:
+           logx: bool = False, logy: bool = True, sweep: str | None = None) -> Figure:
     """Every trace of ``y`` against the step, coloured by ``hue`` (a colour bar for numeric
-    parameters, a legend otherwise)."""
+    parameters, a legend otherwise). The title says what was run, as summary's does, and
+    how many traces are drawn (one per cell: no error bars)."""
     _check_columns(traces, "id", "step", y, hue)
     fig, ax = _figure()
     keys = traces[hue] if hue else pd.Series(0, index=traces.index)
@@ -100,6 +101,10 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
     ax.set_yscale("log" if logy else "linear")
     ax.set_xlabel("step")
     ax.set_ylabel(y)
+    run = describe_run(traces, [k for k in RUN_KEYS if k != hue])
+    head = "; ".join(t for t in (f"sweep {sweep}" if sweep else "", run) if t)
+    title = f"{traces['id'].nunique()} cells, one trace each (no error bars)"
+    ax.set_title(f"{head}\n{title}" if head else title, fontsize=9)
     if numeric:
         from matplotlib.cm import ScalarMappable
 

@@ -170,7 +170,7 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
     store = open_sweep(directory)
     if curves:
         fig = plots.curves(_filter(store.read("traces"), where), y=y, hue=hue,
-                           logx=bool(logx), logy=logy)
+                           logx=bool(logx), logy=logy, sweep=directory)
     else:
         fig = plots.summary(_filter(store.read("cells"), where), x=x, y=y, hue=hue,
                             logx=logx, logy=logy, sweep=directory)

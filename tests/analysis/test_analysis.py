@@ -178,3 +178,13 @@ def test_summary_title_says_what_was_run_and_what_the_bars_are(results, tmp_path
 def test_plot_errors(results, tmp_path, args, fragment):
     res = CliRunner().invoke(plot_cmd, [str(results), *args, "-o", str(tmp_path / "f.png")])
     assert res.exit_code == 2 and fragment in res.output
+
+
+def test_curves_title_says_what_was_run(results):
+    from fastgt.analysis.plots import curves
+
+    _, traces = load(results)
+    title = curves(traces, hue="algorithm", sweep="results/x").axes[0].get_title()
+    head, tail = title.split("\n")
+    assert head.startswith("sweep results/x; ") and "steps = 1000" in head
+    assert tail == f"{traces['id'].nunique()} cells, one trace each (no error bars)"

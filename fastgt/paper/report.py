@@ -62,12 +62,12 @@ BOUND_METRICS = ("consensus", "loss_nodes")
 def sweep_dirs(path) -> list[Path]:
     """DIR itself when it is a sweep directory (with cells/), else the sweep directories
     directly under it (sorted by name)."""
-    from ..sweep.storage import open_sweep
+    from ..sweep.storage import open_sweep, sweeps_under
 
     root = Path(path)
     if (root / "cells").is_dir():
         return [root]
-    dirs = sorted(p for p in root.iterdir() if (p / "cells").is_dir()) if root.is_dir() else []
+    dirs = [Path(p) for p in sweeps_under(path)]
     if not dirs:
         open_sweep(path)  # raises, saying what DIR is instead
     return dirs

@@ -316,6 +316,17 @@ def exists(out) -> bool:
     return fs.exists(root)
 
 
+def sweeps_under(out) -> list[str]:
+    """The sweep directories (with cells/) directly under ``out``, as ``out/name``, sorted;
+    [] when there is none or ``out`` is not a directory."""
+    fs, root = _filesystem(out)
+    if not fs.isdir(root):
+        return []
+    names = sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(root, detail=False)
+                   if fs.isdir(f"{p.rstrip('/')}/cells"))
+    return [f"{str(out).rstrip('/')}/{name}" for name in names]
+
+
 def open_sweep(out, param: str = "DIR") -> Store:
     """The Store of an existing sweep directory (one with cells/), or a one-line FastGTError
     saying what ``out`` is instead: missing, a file, or a directory that is no sweep (listing
@@ -332,12 +343,11 @@ def open_sweep(out, param: str = "DIR") -> Store:
                 if posixpath.basename(folder) in ("cells", "traces") else "")
         raise FastGTError(f"{shown} is a file, not a sweep directory{hint}: allowed a "
                           "directory made by fastgt grid")
-    subs = sorted(p.rstrip("/") for p in fs.ls(root, detail=False) if fs.isdir(f"{p}/cells"))
+    subs = sweeps_under(out)
     if subs:
         names = ", ".join(p.rsplit("/", 1)[-1] for p in subs)
         raise FastGTError(f"{shown} is not a sweep directory but holds {len(subs)} sweeps: "
-                          f"{names} (give one of them, e.g. {str(out).rstrip('/')}/"
-                          f"{subs[0].rsplit('/', 1)[-1]})")
+                          f"{names} (give one of them, e.g. {subs[0]})")
     raise FastGTError(f"{shown} is a directory without cells/, not a sweep directory: allowed "
                       "a directory made by fastgt grid")
 

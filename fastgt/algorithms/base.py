@@ -12,7 +12,7 @@ from ..errors import FastGTError, bad
 from ..kernels.mixing import n_blocks, pad_rows
 from ..kernels.oracles import normal_matrix
 from ..kernels.rng import STREAM_X0
-from ..kernels.steps import run_steps, shared_row
+from ..kernels.steps import Mixing, Oracle, State, run_steps, shared_row
 
 #: bytes of a cache line (and of an AVX-512 vector); LANES doubles; bytes of a page
 LINE = 64
@@ -104,14 +104,14 @@ class Batch:
         self.part = aligned((C, nb, 2, dp))  # per-block column sums
         self.means = aligned((C, 2, dp))  # column means of the mixed quantities
         weights = np.ascontiguousarray([c.W.weights for c in cells], dtype=np.float64)
-        self.mix = (*pad_rows(first.W.indptr, first.W.indices, weights.reshape(C, -1)),
+        self.mix = Mixing(*pad_rows(first.W.indptr, first.W.indices, weights.reshape(C, -1)),
                     np.array([c.W.mean_weight for c in cells], dtype=np.float64),
                     np.array([c.gamma for c in cells], dtype=np.float64))
         nz = first.noise
         hetero, a0, A, B = problem.kernel_args()
         if hetero:
             A, B = padded(A, dp), padded(B, dp)
-        self.oracle = (np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
+        self.oracle = Oracle(np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                        np.array([c.noise.scale for c in cells], dtype=np.float64),
                        aligned((2 * C, dpad)), np.stack([c.noise.uv for c in cells]),
                        nz.dv, d, hetero, a0, A, B)
@@ -138,9 +138,10 @@ class Batch:
     def oracle_args(self, c: int, t: int = 0) -> tuple:
         """Arguments of the single-cell oracle kernels for cell c at step t (xi: the row
         that holds the cell's shared draw of step t)."""
-        seed, kind, scale, xi, uv, dv = self.oracle[:6]
+        o = self.oracle
         r = shared_row.py_func(c, t)
-        return (int(seed[c]), kind, float(scale[c]), xi[r:r + 1], uv[c:c + 1], dv) + self.oracle[6:]
+        return (int(o.seed[c]), o.kind, float(o.scale[c]), o.xi[r:r + 1], o.uv[c:c + 1], o.dv,
+                o.d, o.hetero, o.a0, o.A, o.B)
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,6 @@ class Algorithm:
 
         by_cells: one thread per cell (no per-step barrier) instead of parallel row blocks
         within each step; both give identical bits."""
-        state = arrays + (batch.scratch, batch.part, batch.means)
+        state = State(*arrays, batch.scratch, batch.part, batch.means)
         runs = 1 if by_cells else numba.get_num_threads()
         return run_steps(self.code, t0, steps, cur, state, batch.mix, batch.oracle, runs)

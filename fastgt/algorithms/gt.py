@@ -21,7 +21,7 @@ from .base import Algorithm, Batch, aligned, initial_point
 
 
 def alloc(batch: Batch) -> tuple:
-    G = (batch.new_rows(batch.C, at=512) if batch.oracle[1] == GAUSSIAN
+    G = (batch.new_rows(batch.C, at=512) if batch.oracle.kind == GAUSSIAN
          else aligned((batch.C, 0, batch.dp)))
     return batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 2, at=1024), G
 

@@ -26,6 +26,8 @@ returns the new ``cur``. One step of one cell is: the shared draw, then every ro
 ``run_steps`` orders this work by cells or by row blocks; both orders give identical bits.
 """
 
+from collections import namedtuple
+
 from numba import njit, prange
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
@@ -35,6 +37,11 @@ from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
 
 GT = 0
 DSGD = 1
+
+#: the kernels' bundles (module docstring), each built in one place (algorithms.base.Batch)
+State = namedtuple("State", "S1 S2 S3 scratch part means", module=__name__)
+Mixing = namedtuple("Mixing", "indptr indices weights beta gamma", module=__name__)
+Oracle = namedtuple("Oracle", "seed kind scale xi uv dv d hetero a0 A B", module=__name__)
 
 
 @njit(**INLINE_FLAGS)
@@ -125,8 +132,8 @@ def cell_key(seed, t):
 @njit(**NJIT_FLAGS)
 def step_begin(c, t, oracle):
     """The step's shared draw (Setup B's xi) of cell c, before any row."""
-    seed, kind, scale, xi, d = oracle[0], oracle[1], oracle[2], oracle[3], oracle[6]
-    draw_shared(kind, cell_key(seed[c], t), xi, shared_row(c, t), scale[c], d)
+    draw_shared(oracle.kind, cell_key(oracle.seed[c], t), oracle.xi, shared_row(c, t),
+                oracle.scale[c], oracle.d)
 
 
 @njit(**INLINE_FLAGS)
@@ -143,17 +150,20 @@ def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
     neighbours, apply the algorithm's update (gt_update or dsgd_update; for D-SGD usually
     both in one pass, dsgd_fused) and add the row to its block's column sums. D-SGD writes
     X when ``last``."""
-    S1, S2, S3, scratch, part, means = state
-    indptr, indices, weights, beta, gamma = mix
-    seed, kind, scale, xi, uv, dv, d, hetero, a0, A, B = oracle
+    S1, S2, S3, scratch, part, means = (state.S1, state.S2, state.S3, state.scratch, state.part,
+                                        state.means)
+    indptr, indices, weights, beta, gamma = (mix.indptr, mix.indices, mix.weights, mix.beta,
+                                             mix.gamma)
+    kind, xi, uv, dv, d = oracle.kind, oracle.xi, oracle.uv, oracle.dv, oracle.d
+    hetero, a0, A, B = oracle.hetero, oracle.a0, oracle.A, oracle.B
     gt = algo == GT
     n = indptr.shape[0] - 1  # the state may have more (zero) rows: Batch.rows
     nb = scratch.shape[1]
     # the cell's views, once per call: GT X, Y -> Xn, Yn and G; D-SGD Z -> Xn and X in G
     X, Xn, Y, Yn, G = S1[c, cur], S1[c, 1 - cur], S2[c, cur], S2[c, 1 - cur], S3[c]
     g, pc, w, mx, my = scratch[c], part[c], weights[c], means[c, 0], means[c, 1]
-    bt, gm, sc = beta[c], gamma[c], scale[c]
-    tkey = cell_key(seed[c], t)
+    bt, gm, sc = beta[c], gamma[c], oracle.scale[c]
+    tkey = cell_key(oracle.seed[c], t)
     structured = kind == STRUCTURED
     N = xi if structured else g  # noise_at's rows
     v = u = 1.0 if kind == GAUSSIAN else 0.0
@@ -190,9 +200,9 @@ def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
 @njit(**NJIT_FLAGS)
 def step_end(algo, c, state, mix):
     """Mean term of the next step: block sums reduced in block order."""
-    part, means = state[4], state[5]
-    if mix[3][c] != 0.0:
-        n = mix[0].shape[0] - 1
+    part, means = state.part, state.means
+    if mix.beta[c] != 0.0:
+        n = mix.indptr.shape[0] - 1
         reduce_blocks(part[c], 0, means[c, 0], n)
         if algo == GT:
             reduce_blocks(part[c], 1, means[c, 1], n)
@@ -213,8 +223,8 @@ def run_steps(algo, t0, steps, cur, state, mix, oracle, runs):
     One parallel loop for both (not one driver each) also means one compiled copy of the
     step code: compile time grows with each copy.
     """
-    C = state[2].shape[0]
-    nb = state[3].shape[1]
+    C = state.S3.shape[0]
+    nb = state.scratch.shape[1]
     per = -(-nb // max(1, min(nb, runs)))  # blocks per run
     runs = -(-nb // per)
     span = max(1, steps) if runs == 1 else 1  # steps per parallel pass

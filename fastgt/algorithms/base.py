@@ -105,16 +105,16 @@ class Batch:
         self.means = aligned((C, 2, dp))  # column means of the mixed quantities
         weights = np.ascontiguousarray([c.W.weights for c in cells], dtype=np.float64)
         self.mix = Mixing(*pad_rows(first.W.indptr, first.W.indices, weights.reshape(C, -1)),
-                    np.array([c.W.mean_weight for c in cells], dtype=np.float64),
-                    np.array([c.gamma for c in cells], dtype=np.float64))
+                          np.array([c.W.mean_weight for c in cells], dtype=np.float64),
+                          np.array([c.gamma for c in cells], dtype=np.float64))
         nz = first.noise
         hetero, a0, A, B = problem.kernel_args()
         if hetero:
             A, B = padded(A, dp), padded(B, dp)
         self.oracle = Oracle(np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
-                       np.array([c.noise.scale for c in cells], dtype=np.float64),
-                       aligned((2 * C, dpad)), np.stack([c.noise.uv for c in cells]),
-                       nz.dv, d, hetero, a0, A, B)
+                             np.array([c.noise.scale for c in cells], dtype=np.float64),
+                             aligned((2 * C, dpad)), np.stack([c.noise.uv for c in cells]),
+                             nz.dv, d, hetero, a0, A, B)
 
     def new_rows(self, *lead: int, at: int = 0) -> np.ndarray:
         """A zeroed state array of shape (*lead, rows, dp) starting ``at`` bytes past a

@@ -2,17 +2,19 @@
 
 A batch is C independent runs that share n, d, the sparsity pattern of W and the problem;
 they may differ in weights (alpha, self weight), stepsize, noise scale and seed. A single
-run is C = 1. Arrays (``state``, ``mix``, ``oracle`` tuples):
+run is C = 1. Arrays travel in three namedtuples, built in one place (algorithms.base.Batch)
+and read by field name:
 
-    state  = (S1, S2, S3, scratch, part, means)
+    state  = State(S1, S2, S3, scratch, part, means)
              GT:    S1 = X (C, 2, r, d), S2 = Y (C, 2, r, d), S3 = G (C, r, d), or
                     (C, 0, d) when not stored (structured or no noise: gt_update)
              D-SGD: S1 = Z = X - gamma G (C, 2, r, d), S2 unused, S3 = X (C, r, d)
              r >= n rows (the rows past n, zero, only space the buffers: Batch.rows)
              scratch (C, nb, >= d): a noise row per block; part (C, nb, 2, d); means (C, 2, d)
              (d here is the padded row width, Batch.dp; the oracle's d is the problem's)
-    mix    = (indptr, indices, weights (C, nnz), beta (C,), gamma (C,))
-    oracle = (seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, hetero, a0, A, B)
+    mix    = Mixing(indptr, indices, weights (C, nnz), beta (C,), gamma (C,))
+    oracle = Oracle(seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, hetero,
+                    a0, A, B)
              xi: the shared draws of each cell's current and previous step (shared_row)
 
 Rows are d coordinates padded with zeros to a whole number of cache lines (state, sums,
@@ -38,7 +40,7 @@ from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
 GT = 0
 DSGD = 1
 
-#: the kernels' bundles (module docstring), each built in one place (algorithms.base.Batch)
+#: the kernels' bundles (fields: module docstring)
 State = namedtuple("State", "S1 S2 S3 scratch part means", module=__name__)
 Mixing = namedtuple("Mixing", "indptr indices weights beta gamma", module=__name__)
 Oracle = namedtuple("Oracle", "seed kind scale xi uv dv d hetero a0 A B", module=__name__)

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import metrics as M
 from .algorithms import Batch, Cell
 from .algorithms import algorithm as get_algorithm
 from .config import DIVERGE_FACTOR, SMALL_RUN
 from .errors import bad, check_choice, check_float, check_int
-from .kernels.metrics import quadratic_metrics
-from .metrics import METRICS
+from .kernels.metrics import KERNEL_METRICS, quadratic_metrics
 from .problems import make_noise
 from .problems import problem as get_problem
 from .runtime import numba_threads
@@ -55,7 +55,7 @@ class LazyState(Mapping):
 class RunResult:
     """``trace``: one row per record (step + METRICS); ``summary``: finals, plateaus, status.
 
-    ``records`` holds the trace's numbers, (records, 1 + len(METRICS)); the pandas
+    ``records`` holds the trace's numbers, (records, 1 + len(metrics)); the pandas
     DataFrame ``trace`` is built from it on first access (so that a run needs no pandas).
     ``state`` holds the final arrays (X, and Y, G for GT): views into the run's buffers,
     which they keep alive (all 5 n d doubles of GT with gaussian noise; with structured or
@@ -72,7 +72,7 @@ class RunResult:
     def trace(self):
         import pandas as pd
 
-        df = pd.DataFrame(self.records, columns=("step",) + METRICS)
+        df = pd.DataFrame(self.records, columns=("step",) + M.METRICS)
         df["step"] = df["step"].astype(np.int64)
         return df
 
@@ -146,7 +146,7 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
     wall = time.perf_counter() - t_start
     out = []
     for c, (cell, rec) in enumerate(zip(parsed, recs)):
-        records = np.array(rec.rows).reshape(-1, 1 + len(METRICS))
+        records = np.array(rec.rows).reshape(-1, 1 + len(M.DECLARED))
         config = {**shared, "topology": cell.W.name, **cell.W.params, "sigma2": cell.noise.sigma2,
                   "stepsize": cell.gamma, "seed": cell.seed, "threads": nthreads}
         summary = _summarize(records, rec, loop_time / batch.C, wall / batch.C, nthreads, batch.C)
@@ -171,37 +171,60 @@ def _parse_cell(cell: dict, noise: str, d: int) -> Cell:
 
 
 class _Recorder:
-    """Metrics of one cell; stops recording (status "diverged") once they blow up."""
+    """The declared metrics (fastgt.metrics) of one cell: those the problem's fused kernel
+    knows from one pass over X and Y, the others from their own ``compute``. Stops
+    recording (status "diverged") once they blow up."""
 
     def __init__(self, algo, arrays, c, batch):
         self.algo, self.arrays, self.c, self.batch = algo, arrays, c, batch
         self.part = batch.part[c]
         # padded like the rows: the padding (zero) adds exact zeros to every sum
         self.abar, self.xstar = batch.pad(batch.problem.abar), batch.pad(batch.problem.xstar)
-        self.out = np.empty(len(METRICS))
+        self.declared = M.DECLARED
+        self.fused = np.empty(len(KERNEL_METRICS))
+        self.slots = [KERNEL_METRICS.index(m.name) if m.name in KERNEL_METRICS else -1
+                      for m in self.declared]
+        self.out = np.empty(len(self.declared))
+        self.loss = [m.name for m in self.declared].index("loss_nodes")
         self.rows: list[float] = []
         self.status, self.diverged_step, self.steps_done = "ok", None, 0
         self.reason = None
         self.record(0, 0)
-        self.limit = DIVERGE_FACTOR * max(1.0, self.out[1])
+        self.limit = DIVERGE_FACTOR * max(1.0, self.out[self.loss])
 
     def record(self, t: int, cur: int) -> None:
         X, Y = self.algo.iterates(self.batch, self.arrays, cur, self.c)
         has_y = Y is not None
-        quadratic_metrics(X, Y if has_y else X, has_y, self.abar, self.xstar, self.part, self.out)
+        quadratic_metrics(X, Y if has_y else X, has_y, self.abar, self.xstar, self.part,
+                          self.fused)
+        snap = None
+        for j, (m, slot) in enumerate(zip(self.declared, self.slots)):
+            if m.needs_y and not has_y:
+                self.out[j] = np.nan
+            elif slot >= 0:
+                self.out[j] = self.fused[slot]
+            else:
+                if snap is None:
+                    snap = self._snapshot(X, Y)
+                self.out[j] = m.compute(snap)
         self.rows.append(float(t))
         self.rows.extend(self.out.tolist())
         self.steps_done = t
-        vals = self.out if has_y else self.out[:4]
-        if t > 0 and (not np.all(np.isfinite(vals)) or self.out[1] > self.limit):
+        vals = [(m.name, v) for m, v in zip(self.declared, self.out) if has_y or not m.needs_y]
+        if t > 0 and (not all(np.isfinite(v) for _, v in vals) or self.out[self.loss] > self.limit):
             self.status, self.diverged_step, self.reason = "diverged", t, self._why(vals)
 
+    def _snapshot(self, X, Y) -> M.Snapshot:
+        real = self.batch.real
+        Xr = real(X)
+        return M.Snapshot(Xr, None if Y is None else real(Y), Xr.mean(axis=0), self.batch.problem)
+
     def _why(self, vals) -> str:
-        bad = [m for m, v in zip(METRICS, vals) if not np.isfinite(v)]
+        bad = [(m, v) for m, v in vals if not np.isfinite(v)]
         if bad:
-            return f"{bad[0]} is not finite ({vals[METRICS.index(bad[0])]})"
-        return (f"loss_nodes = {self.out[1]:.3g} exceeds {DIVERGE_FACTOR:g} x max(1, its value "
-                "at step 0)")
+            return f"{bad[0][0]} is not finite ({bad[0][1]})"
+        return (f"loss_nodes = {self.out[self.loss]:.3g} exceeds {DIVERGE_FACTOR:g} x max(1, its "
+                "value at step 0)")
 
 
 def _summarize(records: np.ndarray, rec: _Recorder, loop_time: float, wall: float,
@@ -214,7 +237,7 @@ def _summarize(records: np.ndarray, rec: _Recorder, loop_time: float, wall: floa
          "steps_per_s": rec.steps_done / loop_time if loop_time > 0 else math.nan,
          "threads": threads, "batch": batch}
     half = records[len(records) // 2:]
-    for q, m in enumerate(METRICS, start=1):
+    for q, m in enumerate(M.METRICS, start=1):
         s[f"final_{m}"] = float(records[-1, q])
         s[m] = float(half[:, q].mean()) if rec.status == "ok" else math.nan
     return s

@@ -1,4 +1,50 @@
-"""The names of the recorded metrics, in the order of every trace and cell row (definitions:
-docs/definitions.md; computed by fastgt.kernels.metrics). Light to import: no numba."""
+"""The recorded metrics, each declared once: its name, its definition, whether it needs Y
+(GT's tracking variable), whether the exact theory predicts its plateau, and how it is
+computed. Every trace column, cell-row column (plateau and ``final_``), Parquet field, CLI
+choice and the dense reference's list come from ``DECLARED``, in this order. Light to
+import: no numba. Definitions in full: docs/definitions.md.
 
-METRICS = ("loss_avg", "loss_nodes", "consensus", "grad_norm2", "tracking")
+How a metric is computed: the problem's fused metrics kernel fills the values it knows by
+name in one pass over X and Y (problems.quadratic: ``KERNEL_METRICS``); a metric it does
+not know gives ``compute(snapshot)``, a function of a ``Snapshot`` (numpy on the n x d
+iterates; a record happens every ``record_every`` steps, so a pass of its own is cheap).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a metric's ``compute`` gets at a record: the n x d iterates X and Y (None
+    without Y), their column means, and the problem instance."""
+
+    X: np.ndarray
+    Y: np.ndarray | None
+    xbar: np.ndarray
+    problem: object
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    definition: str
+    needs_y: bool = False
+    theory: bool = False  # the exact theory gives its plateau (fastgt.theory)
+    compute: Callable | None = None  # (Snapshot) -> float, when the problem's kernel lacks it
+
+
+DECLARED = (
+    Metric("loss_avg", "f(xbar) - f*", theory=True),
+    Metric("loss_nodes", "(1/n) sum_i f(x_i) - f*", theory=True),
+    Metric("consensus", "(1/n) sum_i ||x_i - xbar||^2", theory=True),
+    Metric("grad_norm2", "||grad f(xbar)||^2"),
+    Metric("tracking", "(1/n) sum_i ||y_i - ybar||^2", needs_y=True, theory=True),
+)
+METRICS = tuple(m.name for m in DECLARED)
+#: the metrics whose plateaus the exact theory predicts
+THEORY_METRICS = tuple(m.name for m in DECLARED if m.theory)

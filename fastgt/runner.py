@@ -4,8 +4,9 @@ fastgt.warmup), then the engine runs (fastgt.engine). No file I/O."""
 
 from __future__ import annotations
 
-from .engine import CELL_KEYS, METRICS, RunResult, execute, prepare
+from .engine import CELL_KEYS, RunResult, execute, prepare
 from .flat import build
+from .metrics import METRICS
 from .topology import MixingMatrix
 from .warmup import ensure_warm
 

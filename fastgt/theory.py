@@ -32,6 +32,7 @@ import weakref
 import numpy as np
 
 from .errors import FastGTError, FastGTWarning, bad, check_choice, check_float, check_int
+from .metrics import THEORY_METRICS
 
 #: largest n for which the eigenvalues of a W without closed form come from a dense eigvalsh
 DENSE_MAX = 20000
@@ -39,7 +40,8 @@ ALGORITHMS = ("gt", "dsgd")
 NOISES = ("gaussian", "structured", "none")
 #: curvature a of f_i = a/2 ||x - x*_i||^2 of the problems the exact theory covers
 CURVATURE = {"quadratic": 2.0, "consensus": 1.0}
-STATIONARY_METRICS = ("loss_avg", "loss_nodes", "consensus", "tracking")
+#: the metrics whose plateaus stationary() gives (declared in fastgt.metrics)
+STATIONARY_METRICS = THEORY_METRICS
 #: a sweep cell's theory columns (theory_columns; NaN where not covered)
 THEORY_COLUMNS = (*(f"theory_{m}" for m in STATIONARY_METRICS), "theory_rate")
 

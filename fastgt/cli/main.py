@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import FastGTError, WriteFailed
-from ..metrics import METRICS
+from ..metrics import METRICS, THEORY_METRICS
 from ..outputs import check_dir, check_file, write_file
 from ..paper.table3 import TABLE3_NS
 from ..topology.spectrum import METHODS
@@ -180,7 +180,7 @@ def table3_cmd(ns, as_json):
 @click.option("--out", "-o", default=None,
               help="directory for the figures and slopes.md (created if missing) [default: DIR]")
 @click.option("--metric", default="consensus",
-              type=click.Choice(["consensus", "loss_nodes", "loss_avg", "tracking"]),
+              type=click.Choice(THEORY_METRICS),
               help="the metric whose plateaus are plotted and fitted")
 @click.option("--include-transient", is_flag=True,
               help="fit cells whose plateau was not stationary too (drawn hollow either way)")

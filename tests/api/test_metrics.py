@@ -1,0 +1,71 @@
+"""Metrics are declared once (fastgt.metrics.DECLARED): the trace, the summary, the Parquet
+schema, the CLI's choices and the dense reference all follow the declaration, and a metric
+declared with its own ``compute`` is recorded without any change to the recorder."""
+
+import numpy as np
+import pytest
+import reference as ref
+
+import fastgt
+import fastgt.metrics as M
+from fastgt.sweep import storage
+from fastgt.theory import STATIONARY_METRICS
+
+
+def test_every_consumer_follows_the_declaration():
+    names = tuple(m.name for m in M.DECLARED)
+    assert M.METRICS == names and fastgt.METRICS == names
+    assert tuple(ref.METRIC_TWINS) == names  # a new metric needs its dense twin
+    cells = storage.CELL_SCHEMA.names
+    for m in names:
+        assert m in cells and f"final_{m}" in cells and m in storage.TRACE_SCHEMA.names
+    assert STATIONARY_METRICS == tuple(m.name for m in M.DECLARED if m.theory)
+    res = fastgt.run(topology="ring", n=8, d=3, steps=4, record_every=2)
+    assert tuple(res.trace.columns) == ("step", *names)
+    assert all(m in res.summary and f"final_{m}" in res.summary for m in names)
+
+
+def test_report_cli_offers_the_metrics_with_theory():
+    from click.testing import CliRunner
+
+    from fastgt.cli.main import main
+
+    out = CliRunner().invoke(main, ["report", ".", "--metric", "grad_norm2"])
+    assert out.exit_code == 2
+    for m in M.THEORY_METRICS:
+        assert m in out.output
+
+
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+def test_a_declared_metric_is_recorded_without_touching_the_recorder(monkeypatch, algorithm):
+    """||xbar||^2 and a Y-only metric, declared with their compute: in the trace and the
+    summary, equal to the dense formula on the run's own final state; NaN without Y."""
+    extra = (M.Metric("xbar_norm2", "||xbar||^2", compute=lambda s: float(s.xbar @ s.xbar)),
+             M.Metric("y_first", "y_11", needs_y=True, compute=lambda s: float(s.Y[0, 0])))
+    monkeypatch.setattr(M, "DECLARED", M.DECLARED + extra)
+    monkeypatch.setattr(M, "METRICS", M.METRICS + tuple(m.name for m in extra))
+    res = fastgt.run(algorithm=algorithm, topology="ring", n=10, d=4, steps=6, record_every=3)
+    assert list(res.trace.columns[-2:]) == ["xbar_norm2", "y_first"]
+    X = res.state["X"]
+    assert res.trace["xbar_norm2"].iloc[-1] == pytest.approx(np.sum(X.mean(axis=0) ** 2),
+                                                             rel=1e-12)
+    assert res.summary["final_xbar_norm2"] == res.trace["xbar_norm2"].iloc[-1]
+    if algorithm == "gt":
+        assert res.trace["y_first"].iloc[-1] == res.state["Y"][0, 0]
+    else:
+        assert np.all(np.isnan(res.trace["y_first"]))
+    # the declared five keep their values
+    plain = fastgt.run(algorithm=algorithm, topology="ring", n=10, d=4, steps=6, record_every=3)
+    for m in plain.trace.columns:
+        np.testing.assert_array_equal(res.trace[m], plain.trace[m])
+
+
+def test_a_metric_that_blows_up_stops_the_run(monkeypatch):
+    """Divergence is judged on every declared metric (by name), not on fixed positions."""
+    bad = M.Metric("blows_up", "inf after step 0", compute=lambda s: np.inf)
+    monkeypatch.setattr(M, "DECLARED", M.DECLARED + (bad,))
+    monkeypatch.setattr(M, "METRICS", M.METRICS + ("blows_up",))
+    res = fastgt.run(topology="ring", n=8, d=3, steps=6, record_every=2)
+    assert res.summary["status"] == "diverged"
+    assert res.summary["diverged_reason"].startswith("blows_up is not finite")
+

@@ -4,9 +4,9 @@ computed. Every trace column, cell-row column (plateau and ``final_``), Parquet 
 choice and the dense reference's list come from ``DECLARED``, in this order. Light to
 import: no numba. Definitions in full: docs/definitions.md.
 
-How a metric is computed: the problem's fused metrics kernel fills the values it knows by
-name in one pass over X and Y (problems.quadratic: ``KERNEL_METRICS``); a metric it does
-not know gives ``compute(snapshot)``, a function of a ``Snapshot`` (numpy on the n x d
+How a metric is computed: the fused metrics kernel (kernels/metrics.py: quadratic_metrics)
+fills the values it knows, named in its ``KERNEL_METRICS``, in one pass over X and Y; a
+metric it does not know gives ``compute(snapshot)``, a function of a ``Snapshot`` (numpy on the n x d
 iterates; a record happens every ``record_every`` steps, so a pass of its own is cheap).
 """
 
@@ -35,7 +35,7 @@ class Metric:
     definition: str
     needs_y: bool = False
     theory: bool = False  # the exact theory gives its plateau (fastgt.theory)
-    compute: Callable | None = None  # (Snapshot) -> float, when the problem's kernel lacks it
+    compute: Callable | None = None  # (Snapshot) -> float, when the fused kernel lacks it
 
 
 DECLARED = (

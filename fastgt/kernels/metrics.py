@@ -10,11 +10,11 @@ out = [loss_avg, loss_nodes, consensus, grad_norm2, tracking]
 import numpy as np
 from numba import njit
 
-#: what quadratic_metrics writes to ``out``, in order (names of fastgt.metrics)
-KERNEL_METRICS = ("loss_avg", "loss_nodes", "consensus", "grad_norm2", "tracking")
-
 from ..config import NJIT_FLAGS
 from .mixing import ROW0, block_range, block_sums, reduce_blocks
+
+#: what quadratic_metrics writes to ``out``, in order (names of fastgt.metrics)
+KERNEL_METRICS = ("loss_avg", "loss_nodes", "consensus", "grad_norm2", "tracking")
 
 
 @njit(**NJIT_FLAGS)

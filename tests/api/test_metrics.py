@@ -8,8 +8,8 @@ import reference as ref
 
 import fastgt
 import fastgt.metrics as M
+from fastgt import theory
 from fastgt.sweep import storage
-from fastgt.theory import STATIONARY_METRICS
 
 
 def test_every_consumer_follows_the_declaration():
@@ -19,7 +19,11 @@ def test_every_consumer_follows_the_declaration():
     cells = storage.CELL_SCHEMA.names
     for m in names:
         assert m in cells and f"final_{m}" in cells and m in storage.TRACE_SCHEMA.names
-    assert STATIONARY_METRICS == tuple(m.name for m in M.DECLARED if m.theory)
+    # the metrics flagged theory=True are exactly those the exact theory computes
+    W = fastgt.topology("ring", n=8)
+    for noise in ("gaussian", "structured"):
+        got = theory.stationary(W, "gt", 0.05, noise=noise, d=4)
+        assert tuple(got) == M.THEORY_METRICS and all(np.isfinite(list(got.values())))
     res = fastgt.run(topology="ring", n=8, d=3, steps=4, record_every=2)
     assert tuple(res.trace.columns) == ("step", *names)
     assert all(m in res.summary and f"final_{m}" in res.summary for m in names)

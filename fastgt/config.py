@@ -15,6 +15,12 @@ SMALL_RUN = 100_000
 #: "contract" allows FMA; no reassociation, so results do not depend on vector width choices
 #: made across different reductions.
 NJIT_FLAGS = {"cache": True, "error_model": "numpy", "fastmath": {"contract"}}
+#: an algorithm's block function (kernels.steps.sweep): compiled without numba's reference
+#: counting (NRT). It allocates nothing, only reads and writes views of arrays its caller
+#: holds, and the counting numba adds for every array bound inside an inlined helper cost
+#: more than the arithmetic at small d (measured, bench/bench_steps.py: GT Setup B at
+#: d = 10 2.1x faster without it, D-SGD 1.8x; the same bits)
+BLOCK_FLAGS = dict(NJIT_FLAGS, _nrt=False)
 #: small helpers are inlined at numba-IR level, so that LLVM sees (and vectorizes) whole loops
 INLINE_FLAGS = dict(NJIT_FLAGS, inline="always")
 

@@ -12,7 +12,7 @@ from ..errors import FastGTError, bad
 from ..kernels.mixing import n_blocks, pad_rows
 from ..kernels.oracles import normal_matrix
 from ..kernels.rng import STREAM_X0
-from ..kernels.steps import Mixing, Oracle, State, run_steps, shared_row
+from ..kernels.steps import Mixing, Oracle, State, blocks_pointer, run_steps, shared_row
 
 #: bytes of a cache line (and of an AVX-512 vector); LANES doubles; bytes of a page
 LINE = 64
@@ -86,6 +86,7 @@ class Batch:
             if cell.noise.kind != first.noise.kind or cell.noise.uv.shape != first.noise.uv.shape:
                 raise FastGTError("cells of a batch must share the noise kind")
         self.cells, self.problem = cells, problem
+        self.pointers: dict = {}  # algorithm name -> its block function (Algorithm.advance)
         C, n, d = len(cells), first.W.n, problem.d
         self.C, self.n, self.d = C, n, d
         self.dp = dp = -(-d // LANES) * LANES
@@ -145,22 +146,37 @@ class Batch:
 
 
 @dataclass(frozen=True)
+class Costs:
+    """What one step costs per node: mixes (matrix-vector products with W), gradient
+    evaluations, communication rounds (exchanges with the neighbours, whatever their size)."""
+
+    mixes: int
+    grad_evals: int
+    comm_rounds: int
+
+
+@dataclass(frozen=True)
 class Algorithm:
     """An algorithm spec (the optax pattern): how to set up state and advance it.
 
+    - ``blocks``: its block function, ``blocks(c, t, cur, b0, b1, last, state, mix,
+      oracle)``, a call of the generic loop kernels.steps.sweep with its row update
+    - ``mixed``: how many of its arrays are mixed (S1, then S2: the mean term's sums)
+    - ``costs``: what one step costs (Costs)
     - ``alloc(batch) -> (S1, S2, S3)``: the state arrays of all cells, zeroed
-      (Batch.new_rows); their layout is documented in fastgt/kernels/steps.py
+      (Batch.new_rows); what each holds is said in the algorithm's module docstring
     - ``init(batch)``: the same arrays at t = 0 (initial gradients drawn)
     - ``iterates(batch, arrays, cur, c) -> (X, Y or None)``: what the metrics read for
       cell c (n rows, padded columns)
     - ``state(batch, arrays, cur, c, t) -> dict``: cell c's final arrays at step t, or
       functions computing them on first access (runner.LazyState)
-    - ``code``: the kernels' algorithm switch
     The update equation is in the module docstring of each algorithm.
     """
 
     name: str
-    code: int
+    blocks: Callable
+    mixed: int
+    costs: Costs
     alloc: Callable
     init: Callable
     iterates: Callable
@@ -175,4 +191,9 @@ class Algorithm:
         within each step; both give identical bits."""
         state = State(*arrays, batch.scratch, batch.part, batch.means)
         runs = 1 if by_cells else numba.get_num_threads()
-        return run_steps(self.code, t0, steps, cur, state, batch.mix, batch.oracle, runs)
+        blocks = batch.pointers.get(self.name)
+        if blocks is None:  # the types are the batch's: found once (numba.typeof is slow)
+            blocks = batch.pointers[self.name] = blocks_pointer(self.blocks, state, batch.mix,
+                                                                batch.oracle)
+        return run_steps(blocks, self.mixed, t0, steps, cur, state, batch.mix, batch.oracle,
+                         runs)

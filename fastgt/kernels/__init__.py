@@ -1,8 +1,9 @@
-"""The only compiled (numba) code of fastgt. Kernels take plain arrays and scalars.
+"""fastgt's compiled (numba) code: the generic kernels, which take plain arrays and
+scalars (each algorithm's row update, in fastgt/algorithms/, is compiled with ``jit``).
 
 Importing this package points numba's cache at a directory keyed by a hash of every
-kernel source file (numba itself only checks the jitted function's own file, and would
-serve stale machine code after an edit to a helper in another file).
+source file with numba code (numba itself only checks the jitted function's own file, and
+would serve stale machine code after an edit to a helper in another file).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+from contextlib import contextmanager
 from pathlib import Path
 
 import numba
@@ -17,11 +19,15 @@ import numpy as np
 
 from ..config import cache_base
 
+#: the packages holding numba code
+SOURCES = ("kernels", "algorithms")
+
 
 def source_hash() -> str:
     h = hashlib.sha256()
-    for f in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(f.name.encode())
+    root = Path(__file__).parent.parent
+    for f in sorted(f for pkg in SOURCES for f in (root / pkg).glob("*.py")):
+        h.update(f"{f.parent.name}/{f.name}".encode())
         h.update(f.read_bytes())
     h.update(f"{numba.__version__} {np.__version__} {platform.python_version()}".encode())
     return h.hexdigest()[:16]
@@ -48,10 +54,27 @@ def configure_threading() -> None:
 
 configure_threading()
 
-# numba reads its cache directory when a function is decorated: define every kernel under
-# fastgt's directory, then give the user's own setting back
-_user_cache_dir, numba.config.CACHE_DIR = numba.config.CACHE_DIR, str(CACHE_DIR)
-try:
-    from . import metrics, mixing, oracles, rng, steps  # noqa: F401
-finally:
-    numba.config.CACHE_DIR = _user_cache_dir
+@contextmanager
+def fastgt_cache():
+    """numba reads its cache directory when a function is decorated: functions decorated
+    in this context cache under fastgt's directory; the user's own setting comes back."""
+    user, numba.config.CACHE_DIR = numba.config.CACHE_DIR, str(CACHE_DIR)
+    try:
+        yield
+    finally:
+        numba.config.CACHE_DIR = user
+
+
+def jit(**flags):
+    """numba.njit(**flags), caching under fastgt's directory: for numba code outside this
+    package (an algorithm's row update)."""
+
+    def decorate(fn):
+        with fastgt_cache():
+            return numba.njit(**flags)(fn)
+
+    return decorate
+
+
+with fastgt_cache():
+    from . import metrics, mixing, oracles, pointers, rng, steps  # noqa: F401

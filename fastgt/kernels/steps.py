@@ -1,4 +1,8 @@
-"""Fused time loops of GT and D-SGD over a batch of C cells, in place.
+"""The generic time loop over a batch of C cells, in place: threads, cells and steps
+(``run_steps``), row blocks, counter-RNG noise rows and block sums (``sweep``), the
+shared draws and the rank-one mean term. An algorithm brings its per-row update and its
+per-cell views (fastgt/algorithms/gt.py is the worked example); ``sweep`` inlines the
+update into the algorithm's block function, which ``run_steps`` calls by pointer.
 
 A batch is C independent runs that share n, d, the sparsity pattern of W and the problem;
 they may differ in weights (alpha, self weight), stepsize, noise scale and seed. A single
@@ -6,11 +10,11 @@ run is C = 1. Arrays travel in three namedtuples, built in one place (algorithms
 and read by field name:
 
     state  = State(S1, S2, S3, scratch, part, means)
-             GT:    S1 = X (C, 2, r, d), S2 = Y (C, 2, r, d), S3 = G (C, r, d), or
-                    (C, 0, d) when not stored (structured or no noise: gt_update)
-             D-SGD: S1 = Z = X - gamma G (C, 2, r, d), S2 unused, S3 = X (C, r, d)
-             r >= n rows (the rows past n, zero, only space the buffers: Batch.rows)
-             scratch (C, nb, >= d): a noise row per block; part (C, nb, 2, d); means (C, 2, d)
+             S1, S2: (C, 2, r, d) double-buffered arrays, S3: (C, r, d) or (C, 0, d); what
+             each holds is the algorithm's declaration (Algorithm.arrays; D-SGD leaves S2
+             unused). r >= n rows (the rows past n, zero, only space the buffers: Batch.rows)
+             scratch (C, nb, >= d): a noise row per block; part (C, nb, 2, d) and means
+             (C, 2, d): block column sums and column means of the mixed arrays
              (d here is the padded row width, Batch.dp; the oracle's d is the problem's)
     mix    = Mixing(indptr, indices, weights (C, nnz), beta (C,), gamma (C,))
     oracle = Oracle(seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, hetero,
@@ -24,118 +28,37 @@ exactly zero and changes no value of the others.
 
 Buffers come in pairs, ``[:, cur]`` current and ``[:, 1 - cur]`` next; ``run_steps``
 returns the new ``cur``. One step of one cell is: the shared draw, then every row block
-(noise, mix, gradient, update, block column sums), then the mean-term reduction.
+(noise, the algorithm's row update, block column sums), then the mean-term reduction.
 ``run_steps`` orders this work by cells or by row blocks; both orders give identical bits.
 """
 
 from collections import namedtuple
 
-from numba import njit, prange
+from numba import njit, prange, typeof, types
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
-from .mixing import FUSED_MAX, add_row, block_range, mix_row, reduce_blocks, zero_rows
-from .oracles import GAUSSIAN, STRUCTURED, draw_shared, grad_het, grad_hom, noise_at
+from .mixing import add_row, block_range, reduce_blocks, zero_rows
+from .oracles import GAUSSIAN, STRUCTURED, draw_shared
+from .pointers import pointer
 from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
-
-GT = 0
-DSGD = 1
 
 #: the kernels' bundles (fields: module docstring)
 State = namedtuple("State", "S1 S2 S3 scratch part means", module=__name__)
 Mixing = namedtuple("Mixing", "indptr indices weights beta gamma", module=__name__)
 Oracle = namedtuple("Oracle", "seed kind scale xi uv dv d hetero a0 A B", module=__name__)
-
-
-@njit(**INLINE_FLAGS)
-def gt_update(Xn, Yn, G, N, rn, v, u, dv, i, gamma, hetero, a0, A, B, X, rp):
-    """With Xn[i] = (W X)_i, Yn[i] = (W Y)_i and node i's noise e (noise_at), in one pass:
-    x' = Xn[i] - gamma Yn[i], g' = e + grad f_i(x'), Yn[i] += g' - g, Xn[i] = x'.
-
-    g, the previous gradient, is G[i] (then G[i] = g') when G has rows (gaussian noise);
-    otherwise it is recomputed, with the same expression, from X[i] = x and the previous
-    step's noise in row rp of N (the previous shared draw): the same bits (grad_hom and
-    grad_het fix the roundings), one array less to read and write."""
-    d = Xn.shape[1]
-    if G.shape[0] == 0:
-        if hetero:
-            for k in range(d):
-                x = Xn[i, k] - gamma * Yn[i, k]
-                gk = grad_het(N, rn, k, v, u, dv, x, A, B, i)
-                Yn[i, k] += gk - grad_het(N, rp, k, v, u, dv, X[i, k], A, B, i)
-                Xn[i, k] = x
-        else:
-            for k in range(d):
-                x = Xn[i, k] - gamma * Yn[i, k]
-                gk = grad_hom(N, rn, k, v, u, dv, x, a0)
-                Yn[i, k] += gk - grad_hom(N, rp, k, v, u, dv, X[i, k], a0)
-                Xn[i, k] = x
-    elif hetero:
-        for k in range(d):
-            x = Xn[i, k] - gamma * Yn[i, k]
-            gk = grad_het(N, rn, k, v, u, dv, x, A, B, i)
-            Yn[i, k] += gk - G[i, k]
-            G[i, k] = gk
-            Xn[i, k] = x
-    else:
-        for k in range(d):
-            x = Xn[i, k] - gamma * Yn[i, k]
-            gk = grad_hom(N, rn, k, v, u, dv, x, a0)
-            Yn[i, k] += gk - G[i, k]
-            G[i, k] = gk
-            Xn[i, k] = x
-
-
-@njit(**INLINE_FLAGS)
-def dsgd_update(Zn, X, last, N, rn, v, u, dv, i, gamma, hetero, a0, A, B):
-    """With Zn[i] = (W Z)_i = x' and node i's noise e (noise_at): Zn[i] = x' - gamma (e +
-    grad f_i(x')), and x' copied to X[i] when ``last``."""
-    d = Zn.shape[1]
-    if last:
-        for k in range(d):
-            X[i, k] = Zn[i, k]
-    if hetero:
-        for k in range(d):
-            x = Zn[i, k]
-            Zn[i, k] = x - gamma * (noise_at(N, rn, k, v, u, dv) + (A[i, k] * x - B[i, k]))
-    else:
-        for k in range(d):
-            x = Zn[i, k]
-            Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
-
-
-@njit(**INLINE_FLAGS)
-def dsgd_fused(Zn, i, Z, indices, w, e0, m, beta, mean, N, rn, v, u, dv, gamma, a0):
-    """mix_row then dsgd_update in one pass, for a homogeneous problem, a row of m = 3 or
-    FUSED_MAX entries from e0 and a step that does not write X: Zn[i] = x' - gamma (e +
-    a0 x') with x' = (W Z)_i and e node i's noise (noise_at). The same expressions as the
-    two passes, so the same bits; a pass of its own rather than an option of mix_row,
-    where the choice inside the loop stopped it vectorizing (measured 6 ns/elem instead of
-    0.5)."""
-    d = Zn.shape[1]
-    j0, w0, j1, w1 = indices[e0], w[e0], indices[e0 + 1], w[e0 + 1]
-    j2, w2 = indices[e0 + 2], w[e0 + 2]
-    if m == 3:
-        for k in range(d):
-            x = w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
-            Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
-        return
-    j3, w3, j4, w4 = indices[e0 + 3], w[e0 + 3], indices[e0 + 4], w[e0 + 4]
-    for k in range(d):
-        x = (w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k] + w3 * Z[j3, k]
-             + w4 * Z[j4, k])
-        Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
+#: cell c's mixing, as a row update reads it: W's CSR pattern, the cell's weights (nnz,),
+#: mean weight and stepsize, the column means (dp,) of the first and second mixed arrays
+CellMix = namedtuple("CellMix", "indptr indices w beta gamma m0 m1", module=__name__)
+#: cell c's oracle at step t, as a row update reads it: the noise kind and rows N (the block
+#: scratch, or xi for structured noise, row rp then holding the previous step's shared
+#: draw), the noise's dv, and the problem's gradient data hetero, a0, A, B (noise_at,
+#: grad_hom and grad_het in kernels/oracles.py)
+CellOracle = namedtuple("CellOracle", "kind N rp dv hetero a0 A B", module=__name__)
 
 
 @njit(**INLINE_FLAGS)
 def cell_key(seed, t):
     return step_key(stream_key(seed, STREAM_NOISE), t)
-
-
-@njit(**NJIT_FLAGS)
-def step_begin(c, t, oracle):
-    """The step's shared draw (Setup B's xi) of cell c, before any row."""
-    draw_shared(oracle.kind, cell_key(oracle.seed[c], t), oracle.xi, shared_row(c, t),
-                oracle.scale[c], oracle.d)
 
 
 @njit(**INLINE_FLAGS)
@@ -146,73 +69,76 @@ def shared_row(c, t):
 
 
 @njit(**NJIT_FLAGS)
-def step_blocks(algo, c, t, cur, b0, b1, last, state, mix, oracle):
-    """Step t of cell c on row blocks [b0, b1): per row, draw gaussian noise into the
-    block's row scratch[c, b] (structured noise needs no row: noise_at), mix the
-    neighbours, apply the algorithm's update (gt_update or dsgd_update; for D-SGD usually
-    both in one pass, dsgd_fused) and add the row to its block's column sums. D-SGD writes
-    X when ``last``."""
-    S1, S2, S3, scratch, part, means = (state.S1, state.S2, state.S3, state.scratch, state.part,
-                                        state.means)
-    indptr, indices, weights, beta, gamma = (mix.indptr, mix.indices, mix.weights, mix.beta,
-                                             mix.gamma)
-    kind, xi, uv, dv, d = oracle.kind, oracle.xi, oracle.uv, oracle.dv, oracle.d
-    hetero, a0, A, B = oracle.hetero, oracle.a0, oracle.A, oracle.B
-    gt = algo == GT
-    n = indptr.shape[0] - 1  # the state may have more (zero) rows: Batch.rows
-    nb = scratch.shape[1]
-    # the cell's views, once per call: GT X, Y -> Xn, Yn and G; D-SGD Z -> Xn and X in G
-    X, Xn, Y, Yn, G = S1[c, cur], S1[c, 1 - cur], S2[c, cur], S2[c, 1 - cur], S3[c]
-    g, pc, w, mx, my = scratch[c], part[c], weights[c], means[c, 0], means[c, 1]
-    bt, gm, sc = beta[c], gamma[c], oracle.scale[c]
-    tkey = cell_key(oracle.seed[c], t)
+def step_begin(c, t, oracle):
+    """The step's shared draw (Setup B's xi) of cell c, before any row."""
+    draw_shared(oracle.kind, cell_key(oracle.seed[c], t), oracle.xi, shared_row(c, t),
+                oracle.scale[c], oracle.d)
+
+
+@njit(**INLINE_FLAGS)
+def sweep(row, view, c, t, b0, b1, last, state, mix, oracle):
+    """Step t of cell c on row blocks [b0, b1), the loop every algorithm shares: per row i,
+    node i's noise (gaussian noise drawn now), then the algorithm's update of row i,
+    ``row(view, cm, co, i, rn, v, u, last)``, then, with a mean term, row i of each of
+    ``view.mixed`` (the next buffers of its mixed arrays) added to the block's column sums.
+
+    ``view``: the algorithm's views of cell c (it names its arrays); ``cm``: CellMix;
+    ``co``: CellOracle; node i's noise is noise_at(co.N, rn, k, v, u, co.dv); ``last``: the
+    last step of this call (what the metrics read must then be written). ``row`` is
+    inlined: one loop, as if written in place. An algorithm's block function calling this
+    is compiled with BLOCK_FLAGS (config.py: no reference counting)."""
+    n = mix.indptr.shape[0] - 1  # the state may have more (zero) rows: Batch.rows
+    nb = state.scratch.shape[1]
+    pc = state.part[c]
+    kind, uv, sc, d = oracle.kind, oracle.uv, oracle.scale[c], oracle.d
     structured = kind == STRUCTURED
-    N = xi if structured else g  # noise_at's rows
+    cm = CellMix(mix.indptr, mix.indices, mix.weights[c], mix.beta[c], mix.gamma[c],
+                 state.means[c, 0], state.means[c, 1])
+    co = CellOracle(kind, oracle.xi if structured else state.scratch[c], shared_row(c, t - 1),
+                    oracle.dv, oracle.hetero, oracle.a0, oracle.A, oracle.B)
+    tkey = cell_key(oracle.seed[c], t)
+    rs = shared_row(c, t)
+    nm = len(view.mixed)
     v = u = 1.0 if kind == GAUSSIAN else 0.0
-    rs, rp = shared_row(c, t), shared_row(c, t - 1)
     for b in range(b0, b1):
         lo, hi = block_range(b, nb, n)
         rn = rs if structured else b
-        if bt != 0.0:
-            zero_rows(pc, b, 0, 2)
+        if cm.beta != 0.0:
+            zero_rows(pc, b, 0, nm)
         for i in range(lo, hi):
             if structured:
                 v, u = uv[c, 0, i], uv[c, 1, i]
             elif kind == GAUSSIAN:
-                fill_normals(row_key(tkey, i), g, b, sc, d)
-            m = indptr[i + 1] - indptr[i]
-            if not gt and not hetero and not last and (m == 3 or m == FUSED_MAX):
-                dsgd_fused(Xn, i, X, indices, w, indptr[i], m, bt, mx, N, rn, v, u, dv, gm, a0)
-            else:
-                # X (D-SGD: Z), then GT's Y, through one call site: one inlined copy of
-                # mix_row's loops to compile (measured 1.5-3 s less cold compile, same speed)
-                for q in range(2 if gt else 1):
-                    out, src, mq = (Xn, X, mx) if q == 0 else (Yn, Y, my)
-                    mix_row(out, i, src, indptr, indices, w, bt, mq)
-                if gt:
-                    gt_update(Xn, Yn, G, N, rn, v, u, dv, i, gm, hetero, a0, A, B, X,
-                              rp if structured else rn)
-                else:
-                    dsgd_update(Xn, G, last, N, rn, v, u, dv, i, gm, hetero, a0, A, B)
-            if bt != 0.0:
-                for q in range(2 if gt else 1):
-                    add_row(pc, b, q, Xn if q == 0 else Yn, i)
+                fill_normals(row_key(tkey, i), co.N, b, sc, d)
+            row(view, cm, co, i, rn, v, u, last)
+            if cm.beta != 0.0:
+                for q in range(nm):
+                    add_row(pc, b, q, view.mixed[q], i)
 
 
 @njit(**NJIT_FLAGS)
-def step_end(algo, c, state, mix):
-    """Mean term of the next step: block sums reduced in block order."""
-    part, means = state.part, state.means
+def step_end(c, mixed, state, mix):
+    """Mean term of the next step: block sums of the ``mixed`` arrays reduced in block order."""
     if mix.beta[c] != 0.0:
         n = mix.indptr.shape[0] - 1
-        reduce_blocks(part[c], 0, means[c, 0], n)
-        if algo == GT:
-            reduce_blocks(part[c], 1, means[c, 1], n)
+        for q in range(mixed):
+            reduce_blocks(state.part[c], q, state.means[c, q], n)
+
+
+def blocks_pointer(blocks, state, mix, oracle):
+    """An algorithm's block function ``blocks(c, t, cur, b0, b1, last, state, mix,
+    oracle)`` (a call of ``sweep`` with its views of cell c) for these bundles' types, as the first-class function
+    run_steps calls (kernels/pointers.py: the driver is compiled once for every algorithm,
+    without the algorithm's code linked into it)."""
+    i64 = types.int64
+    return pointer(blocks, (i64, i64, i64, i64, i64, types.boolean, typeof(state), typeof(mix),
+                            typeof(oracle)))
 
 
 @njit(parallel=True, **NJIT_FLAGS)
-def run_steps(algo, t0, steps, cur, state, mix, oracle, runs):
-    """Steps t0 -> t0 + steps of every cell, in place; returns the new ``cur``.
+def run_steps(blocks, mixed, t0, steps, cur, state, mix, oracle, runs):
+    """Steps t0 -> t0 + steps of every cell, in place; returns the new ``cur``. ``blocks``:
+    the algorithm's block function (blocks_pointer), ``mixed``: its count of mixed arrays.
 
     Work items, processed in parallel, are (cell, run of consecutive row blocks) pairs,
     ``runs`` per cell (capped at the block count):
@@ -222,8 +148,8 @@ def run_steps(algo, t0, steps, cur, state, mix, oracle, runs):
     - runs > 1: one parallel pass per step, with the shared draws before it and the
       mean-term reductions after it (big runs on several threads).
 
-    One parallel loop for both (not one driver each) also means one compiled copy of the
-    step code: compile time grows with each copy.
+    One parallel loop for both (not one driver each): each parallel driver costs seconds
+    of compile.
     """
     C = state.S3.shape[0]
     nb = state.scratch.shape[1]
@@ -242,13 +168,12 @@ def run_steps(algo, t0, steps, cur, state, mix, oracle, runs):
                 t = t0 + s + 1
                 if runs == 1:
                     step_begin(c, t, oracle)
-                step_blocks(algo, c, t, cc, b0, min(nb, b0 + per), s == steps - 1, state,
-                            mix, oracle)
+                blocks(c, t, cc, b0, min(nb, b0 + per), s == steps - 1, state, mix, oracle)
                 if runs == 1:
-                    step_end(algo, c, state, mix)
+                    step_end(c, mixed, state, mix)
                 cc = 1 - cc
         if runs > 1:
             for c in range(C):
-                step_end(algo, c, state, mix)
+                step_end(c, mixed, state, mix)
         cur = cur if span % 2 == 0 else 1 - cur
     return cur

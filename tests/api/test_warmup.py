@@ -34,7 +34,7 @@ def test_cold_warmup_compiles_each_kernel_once(tmp_path):
         name = f.name.split(".py")[0]  # module.function-line
         overloads[name] = overloads.get(name, 0) + 1
     assert {k.split("-")[0] for k in overloads} >= {
-        "steps.run_steps", "steps.step_blocks", "rng.fill_normals", "oracles.stochastic_grads",
+        "steps.run_steps", "gt.blocks", "dsgd.blocks", "rng.fill_normals", "oracles.stochastic_grads",
         "metrics.quadratic_metrics", "mixing.block_sums"}
     assert all(v == 1 for v in overloads.values()), overloads
     warm = subprocess.run([sys.executable, "-c", CHECK], env=env, capture_output=True,

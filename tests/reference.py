@@ -13,7 +13,7 @@ from fastgt.problems import make_noise
 from fastgt.problems.noise import noise_matrix
 
 
-def gt_init(X, oracle):
+def gt_init(X, oracle, gamma):
     G = oracle(X, 0)
     return {"X": X, "Y": G.copy(), "G": G}
 
@@ -25,7 +25,7 @@ def gt_step(s, W, oracle, gamma, t):
     return {"X": X, "Y": W @ s["Y"] + G - s["G"], "G": G}
 
 
-def dsgd_init(X, oracle):
+def dsgd_init(X, oracle, gamma):
     return {"X": X}
 
 
@@ -34,10 +34,23 @@ def dsgd_step(s, W, oracle, gamma, t):
     return {"X": W @ (s["X"] - gamma * oracle(s["X"], t))}
 
 
-#: an algorithm's twin is its dense update, a few lines each: init(X, oracle) -> the state
-#: at t = 0, step(state, W, oracle, gamma, t) -> the state at t + 1, where oracle(X, t) is
+def d2_init(X, oracle, gamma):
+    G = oracle(X, 0)
+    return {"X": X, "G": G, "Z": X - gamma * G}
+
+
+def d2_step(s, W, oracle, gamma, t):
+    """D² on Z = 2 X(t) - X(t-1) - gamma (G(t) - G(t-1)): X(t+1) = W Z(t)."""
+    X = W @ s["Z"]
+    G = oracle(X, t + 1)
+    return {"X": X, "G": G, "Z": 2 * X - s["X"] - gamma * (G - s["G"])}
+
+
+#: an algorithm's twin is its dense update, a few lines each: init(X, oracle, gamma) -> the
+#: state at t = 0, step(state, W, oracle, gamma, t) -> the state at t + 1, where oracle(X, t) is
 #: the stochastic gradient of step t at X; states are dicts named like RunResult.state
-TWINS = {"gt": (gt_init, gt_step), "dsgd": (dsgd_init, dsgd_step)}
+TWINS = {"gt": (gt_init, gt_step), "dsgd": (dsgd_init, dsgd_step),
+         "d2": (d2_init, d2_step)}  # d2: docs/extending.md's worked example
 
 
 def simulate(algorithm, Wd, grad, noise, gamma, x0, steps):
@@ -48,7 +61,7 @@ def simulate(algorithm, Wd, grad, noise, gamma, x0, steps):
     def oracle(X, t):
         return grad(X) + noise(t)
 
-    states = [init(np.array(x0, dtype=float), oracle)]
+    states = [init(np.array(x0, dtype=float), oracle, gamma)]
     for t in range(steps):
         states.append(step(states[-1], Wd, oracle, gamma, t))
     return states

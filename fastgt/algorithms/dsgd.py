@@ -110,5 +110,5 @@ def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
     return {"X": batch.real(arrays[2][c])}
 
 
-DSGD = Algorithm("dsgd", blocks, 1, Costs(mixes=1, grad_evals=1, comm_rounds=1), alloc, init,
-                 iterates, state, doc=__doc__)
+ALGORITHM = Algorithm("dsgd", blocks, 1, Costs(mixes=1, grad_evals=1, comm_rounds=1),
+                      alloc, init, iterates, state, doc=__doc__)

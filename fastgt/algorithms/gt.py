@@ -124,5 +124,5 @@ def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
     return {"X": batch.real(X), "Y": batch.real(Y), "G": recompute}
 
 
-GT = Algorithm("gt", blocks, 2, Costs(mixes=2, grad_evals=1, comm_rounds=1), alloc, init,
-               iterates, state, doc=__doc__)
+ALGORITHM = Algorithm("gt", blocks, 2, Costs(mixes=2, grad_evals=1, comm_rounds=1),
+                      alloc, init, iterates, state, doc=__doc__)

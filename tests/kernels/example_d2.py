@@ -1,0 +1,75 @@
+"""D² (Tang et al. 2018): the worked example of docs/extending.md, an algorithm module as
+it would sit in fastgt/algorithms/ (tests/kernels/test_extending.py registers and checks it).
+
+    X(1) = W (X(0) - gamma G(0))
+    X(t+1) = W (2 X(t) - X(t-1) - gamma (G(t) - G(t-1)))
+
+Run on Z(t) = 2 X(t) - X(t-1) - gamma (G(t) - G(t-1)), Z(0) = X(0) - gamma G(0), so that
+X(t+1) = W Z(t). State: Z double-buffered and mixed (S1), G (S2, its first buffer), X (S3).
+
+Per step: 1 mix (one communication round), 1 gradient evaluation.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+
+from fastgt.algorithms.base import Algorithm, Costs, initial_point
+from fastgt.config import BLOCK_FLAGS, INLINE_FLAGS
+from fastgt.kernels import jit
+from fastgt.kernels.mixing import column_means, mix_row
+from fastgt.kernels.oracles import stochastic_grads
+from fastgt.kernels.steps import grad_k, sweep
+
+#: cell c's views: Z now and next, G, X, the next buffer of the mixed array
+View = namedtuple("View", "Z Zn G X mixed")
+
+
+@jit(**INLINE_FLAGS)
+def update(view, cm, co, i, rn, v, u, last):
+    """Row i: x' = (W Z)_i, g' = node i's noisy gradient at x',
+    Zn[i] = 2 x' - X[i] - gamma (g' - G[i]), then X[i] = x', G[i] = g'."""
+    Z, Zn, G, X = view.Z, view.Zn, view.G, view.X
+    mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
+    for k in range(Zn.shape[1]):
+        x = Zn[i, k]
+        g = grad_k(co, rn, v, u, i, k, x)
+        Zn[i, k] = 2.0 * x - X[i, k] - cm.gamma * (g - G[i, k])
+        X[i, k] = x
+        G[i, k] = g
+
+
+@jit(**BLOCK_FLAGS)
+def blocks(c, t, cur, b0, b1, last, state, mix, oracle):
+    Zn = state.S1[c, 1 - cur]
+    view = View(state.S1[c, cur], Zn, state.S2[c, 0], state.S3[c], (Zn,))
+    sweep(update, view, c, t, b0, b1, last, state, mix, oracle)
+
+
+def alloc(batch):
+    return batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 1, at=512), \
+        batch.new_rows(batch.C, at=1024)
+
+
+def init(batch):
+    Z2, G2, X = arrays = alloc(batch)
+    for c, cell in enumerate(batch.cells):
+        x, z, g = batch.used(X[c]), batch.used(Z2[c, 0]), batch.used(G2[c, 0])
+        initial_point(x, cell.x0, cell.seed, batch.d)
+        stochastic_grads(0, x, g, *batch.oracle_args(c))
+        np.subtract(x, cell.gamma * g, out=z)
+        column_means(z, batch.part[c], 0, batch.means[c, 0])
+    return arrays
+
+
+def iterates(batch, arrays, cur, c):
+    return batch.used(arrays[2][c]), None
+
+
+def state(batch, arrays, cur, c, t):
+    Z2, G2, X = arrays
+    return {"X": batch.real(X[c]), "G": batch.real(G2[c, 0]), "Z": batch.real(Z2[c, cur])}
+
+
+ALGORITHM = Algorithm("d2", blocks, 1, Costs(mixes=1, grad_evals=1, comm_rounds=1), alloc,
+                      init, iterates, state, doc=__doc__)

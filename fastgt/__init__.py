@@ -1,7 +1,7 @@
 """fastgt: fast simulation of Gradient Tracking, D-SGD and relatives over sparse graphs.
 
 ``import fastgt`` loads no compiled code: the simulation API (``run``, ``run_batch``,
-``problem``, ``RunResult``) and ``load`` are imported on first use, so that
+``problem``, ``algorithm``, ``RunResult``) and ``load`` are imported on first use, so that
 ``fastgt.load``, ``fastgt.analysis`` and ``fastgt.theory`` work without numba.
 """
 
@@ -18,6 +18,7 @@ __all__ = [
     "MixingMatrix",
     "RunResult",
     "__version__",
+    "algorithm",
     "load",
     "problem",
     "run",
@@ -29,7 +30,7 @@ __all__ = [
 #: attribute -> module that defines it, imported on first access: the simulation API loads
 #: the kernels, fastgt.load (sweep.storage.load) pyarrow and pandas
 _LAZY = {"RunResult": "runner", "run": "runner", "run_batch": "runner", "problem": "problems",
-         "load": "sweep.storage"}
+         "algorithm": "algorithms", "load": "sweep.storage"}
 
 
 def __getattr__(name: str):

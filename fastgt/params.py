@@ -101,7 +101,7 @@ def _float(lo=None, hi=None, lo_open=False, hi_open=False):
 _DECLARED = [
     # ------------------------------------------------------------------ run
     Param("algorithm", str, "run", "gt: Gradient Tracking; dsgd: decentralized SGD (each "
-          "one's update: fastgt.algorithm(name).doc)",
+          "one's update and costs: fastgt.algorithm(name))",
           choices=_algorithms, default="gt"),
     Param("topology", str, "run", "topology family, its parameters below (see fastgt topo)",
           choices=_families, default=REQUIRED),

@@ -140,3 +140,20 @@ def test_flat_form_is_the_same_run():
 def test_flat_form_refuses_what_does_not_apply(kwargs, fragment):
     with pytest.raises(FastGTError, match=re.escape(fragment)):
         fastgt.run(**{"d": 3, "steps": 4, **kwargs})
+
+
+def test_algorithm_specs_say_their_update_and_costs():
+    """fastgt.algorithm(name): the registered spec, its equation (the module docstring) and
+    per-step costs; GT first (the default); an unknown name is a one-line error naming the
+    allowed values."""
+    from fastgt.algorithms import ALGORITHMS
+
+    assert next(iter(ALGORITHMS)) == "gt" and set(ALGORITHMS) >= {"gt", "dsgd"}
+    gt, dsgd = fastgt.algorithm("gt"), fastgt.algorithm("dsgd")
+    assert "y_i(t+1) = sum_j w_ij y_j(t) + g_i(t+1) - g_i(t)" in gt.doc
+    assert (gt.costs.mixes, gt.costs.grad_evals, gt.costs.comm_rounds) == (2, 1, 1)
+    assert (dsgd.costs.mixes, dsgd.costs.grad_evals, dsgd.costs.comm_rounds) == (1, 1, 1)
+    assert (gt.mixed, dsgd.mixed) == (2, 1)
+    with pytest.raises(FastGTError, match="algorithm.*'gt', 'dsgd'") as err:
+        fastgt.algorithm("extra2")
+    assert "\n" not in str(err.value)

@@ -12,7 +12,8 @@ and read by field name:
     state  = State(S1, S2, S3, scratch, part, means)
              S1, S2: (C, 2, r, d) double-buffered arrays (or (C, 1, r, d): one buffer), S3:
              (C, r, d) or (C, 0, d); what each holds is said in the algorithm's module
-             docstring (D-SGD leaves S2 unused). r >= n rows (the rows past n, zero, only space the buffers: Batch.rows)
+             docstring (D-SGD leaves S2 unused). r >= n rows (the rows past n, zero, only
+             space the buffers: Batch.rows)
              scratch (C, nb, >= d): a noise row per block; part (C, nb, 2, d) and means
              (C, 2, d): block column sums and column means of the mixed arrays
              (d here is the padded row width, Batch.dp; the oracle's d is the problem's)
@@ -138,9 +139,9 @@ def step_end(c, mixed, state, mix):
 
 def blocks_pointer(blocks, state, mix, oracle):
     """An algorithm's block function ``blocks(c, t, cur, b0, b1, last, state, mix,
-    oracle)`` (a call of ``sweep`` with its views of cell c) for these bundles' types, as the first-class function
-    run_steps calls (kernels/pointers.py: the driver is compiled once for every algorithm,
-    without the algorithm's code linked into it)."""
+    oracle)`` (a call of ``sweep`` with its views of cell c) for these bundles' types, as
+    the first-class function run_steps calls (kernels/pointers.py: the driver is compiled
+    once for every algorithm, without the algorithm's code linked into it)."""
     i64 = types.int64
     return pointer(blocks, (i64, i64, i64, i64, i64, types.boolean, typeof(state), typeof(mix),
                             typeof(oracle)))

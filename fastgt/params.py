@@ -100,7 +100,7 @@ def _float(lo=None, hi=None, lo_open=False, hi_open=False):
 
 _DECLARED = [
     # ------------------------------------------------------------------ run
-    Param("algorithm", str, "run", "gt: Gradient Tracking; dsgd: decentralized SGD (each "
+    Param("algorithm", str, "run", "the algorithm (gt: Gradient Tracking, the paper's; each "
           "one's update and costs: fastgt.algorithm(name))",
           choices=_algorithms, default="gt"),
     Param("topology", str, "run", "topology family, its parameters below (see fastgt topo)",

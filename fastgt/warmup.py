@@ -9,6 +9,7 @@ import sys
 import time
 
 from . import runtime
+from .algorithms import ALGORITHMS
 from .engine import execute, prepare
 from .topology import topology
 
@@ -22,7 +23,7 @@ def warmup(verbose: bool = False) -> float:
     """
     t = time.perf_counter()
     W = topology("ring", n=8)
-    for algo in ("gt", "dsgd"):
+    for algo in ALGORITHMS:
         for noise, prob in (("gaussian", "quadratic"), ("structured", "hetero_quadratic")):
             execute(prepare([{"topology": W}], algo, prob, noise, d=3, steps=2,
                             record_every=1), threads=1)

@@ -86,7 +86,7 @@ class Batch:
             if cell.noise.kind != first.noise.kind or cell.noise.uv.shape != first.noise.uv.shape:
                 raise FastGTError("cells of a batch must share the noise kind")
         self.cells, self.problem = cells, problem
-        self.pointers: dict = {}  # algorithm name -> its block function (Algorithm.advance)
+        self.pointers: dict = {}  # block function -> its pointer (Algorithm.advance)
         C, n, d = len(cells), first.W.n, problem.d
         self.C, self.n, self.d = C, n, d
         self.dp = dp = -(-d // LANES) * LANES
@@ -183,6 +183,10 @@ class Algorithm:
     state: Callable
     doc: str
 
+    def __post_init__(self):
+        if self.mixed not in (1, 2):  # the mean term keeps sums for S1 and S2 (Batch.part)
+            raise ValueError(f"algorithm {self.name}: mixed must be 1 or 2, not {self.mixed}")
+
     def advance(self, batch: Batch, arrays: tuple, cur: int, t0: int, steps: int,
                 by_cells: bool) -> int:
         """Steps t0 -> t0 + steps of every cell of the batch; returns the new ``cur``.
@@ -191,9 +195,9 @@ class Algorithm:
         within each step; both give identical bits."""
         state = State(*arrays, batch.scratch, batch.part, batch.means)
         runs = 1 if by_cells else numba.get_num_threads()
-        blocks = batch.pointers.get(self.name)
+        blocks = batch.pointers.get(self.blocks)
         if blocks is None:  # the types are the batch's: found once (numba.typeof is slow)
-            blocks = batch.pointers[self.name] = blocks_pointer(self.blocks, state, batch.mix,
-                                                                batch.oracle)
+            blocks = batch.pointers[self.blocks] = blocks_pointer(self.blocks, state,
+                                                                  batch.mix, batch.oracle)
         return run_steps(blocks, self.mixed, t0, steps, cur, state, batch.mix, batch.oracle,
                          runs)

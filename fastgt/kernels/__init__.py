@@ -19,14 +19,17 @@ import numpy as np
 
 from ..config import cache_base
 
-#: the packages holding numba code
-SOURCES = ("kernels", "algorithms")
+#: the source files that decide the compiled code: the packages holding numba code, and
+#: config.py, which holds the compile flags (numba's own cache key has neither the flags
+#: nor other files: an edit to either would load stale machine code). Any edit there, even
+#: to pure Python such as algorithms/base.py, recompiles everything once.
+SOURCES = ("kernels/*.py", "algorithms/*.py", "config.py")
 
 
 def source_hash() -> str:
     h = hashlib.sha256()
     root = Path(__file__).parent.parent
-    for f in sorted(f for pkg in SOURCES for f in (root / pkg).glob("*.py")):
+    for f in sorted(f for pattern in SOURCES for f in root.glob(pattern)):
         h.update(f"{f.parent.name}/{f.name}".encode())
         h.update(f.read_bytes())
     h.update(f"{numba.__version__} {np.__version__} {platform.python_version()}".encode())
@@ -54,6 +57,7 @@ def configure_threading() -> None:
 
 configure_threading()
 
+
 @contextmanager
 def fastgt_cache():
     """numba reads its cache directory when a function is decorated: functions decorated
@@ -67,7 +71,7 @@ def fastgt_cache():
 
 def jit(**flags):
     """numba.njit(**flags), caching under fastgt's directory: for numba code outside this
-    package (an algorithm's row update)."""
+    package (an algorithm's row update and block function)."""
 
     def decorate(fn):
         with fastgt_cache():

@@ -4,10 +4,15 @@ function type), so that one compiled caller serves many callees of one signature
 The caller is then compiled once, not once per callee, and without the callee's machine
 code linked into it: numba links a directly called function's code into its caller and
 LLVM optimizes it again there, which made the parallel step driver (steps.run_steps)
-cost 6-7 s of compile per copy (measured: notes in docs/extending.md). A pointer's type is
-its signature, with no address in it, so the caller's disk cache hits in every process
-(a dispatcher passed as an argument has a type holding its address: a cache miss per
+cost 6-7 s of compile per copy (measured: docs/engine.md). A pointer's type is its
+signature, with no address in it, so the caller's disk cache hits in every process (a
+dispatcher passed as an argument has a type holding its address: a cache miss per
 process; closures over one are not cached at all, numba issue 6264).
+
+A call through a pointer goes through numba's C wrapper of the function, which prints an
+exception raised inside and returns as if nothing happened: a function called this way
+must not raise (fastgt's block functions only index arrays, with numba's default of no
+bounds checks, and allocate nothing).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ warnings.filterwarnings("ignore", category=NumbaExperimentalFeatureWarning,
 class Pointer:
     """A compiled overload as a first-class function value. numba reads its type from
     ``_numba_type_`` (computed once: a per-call numba.typeof of a function object costs
-    tens of microseconds, per advance of a run) and calls it at ``__wrapper_address__``."""
+    tens of microseconds, per advance of a run) and calls it at ``__wrapper_address__``
+    (the compile result is kept: it owns the machine code)."""
 
     def __init__(self, cres):
         self.cres = cres
@@ -36,9 +42,6 @@ class Pointer:
 
     def __wrapper_address__(self) -> int:
         return self.address
-
-    def signature(self):
-        return self.cres.signature
 
 
 _made: dict = {}

@@ -1,8 +1,8 @@
 """The generic time loop over a batch of C cells, in place: threads, cells and steps
 (``run_steps``), row blocks, counter-RNG noise rows and block sums (``sweep``), the
 shared draws and the rank-one mean term. An algorithm brings its per-row update and its
-per-cell views (fastgt/algorithms/gt.py is the worked example); ``sweep`` inlines the
-update into the algorithm's block function, which ``run_steps`` calls by pointer.
+per-cell views (docs/extending.md's worked example: D²); ``sweep`` inlines the update
+into the algorithm's block function, which ``run_steps`` calls by pointer.
 
 A batch is C independent runs that share n, d, the sparsity pattern of W and the problem;
 they may differ in weights (alpha, self weight), stepsize, noise scale and seed. A single

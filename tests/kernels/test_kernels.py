@@ -11,6 +11,7 @@ import reference as ref
 import scipy.sparse as sp
 
 import fastgt
+from fastgt.algorithms import ALGORITHMS
 from fastgt.kernels.mixing import mix_row, pad_rows
 from fastgt.runner import METRICS
 
@@ -19,6 +20,8 @@ pytestmark = pytest.mark.usefixtures("one_numba_thread")
 STEPS, RECORD = 23, 5  # records at 0, 5, 10, 15, 20, 23
 GAMMA = 0.1
 RTOL = 1e-10
+#: every registered algorithm: each needs its dense twin (test_every_algorithm_has_a_twin)
+ALGOS = list(ALGORITHMS)
 
 
 def _x0(n, d, seed=7):
@@ -63,11 +66,16 @@ def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=Non
     for key, arr in states[-1].items():
         _assert_state_close(res.state[key], arr)
     expected = np.column_stack([rec_steps, np.array(rows)])
-    _assert_trace_close(res.trace, expected, algorithm == "gt")
+    _assert_trace_close(res.trace, expected, "Y" in states[-1])
+
+
+def test_every_algorithm_has_a_twin():
+    """A registered algorithm is compared with its dense twin below: it must have one."""
+    assert set(ref.TWINS) >= set(ALGORITHMS)
 
 
 @pytest.mark.parametrize("problem", ["consensus", "hetero_quadratic"])
-@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+@pytest.mark.parametrize("algorithm", ALGOS)
 def test_noiseless_matches_reference(small_topology, algorithm, problem):
     W, d = small_topology
     _check_against_reference(algorithm, W, d, problem, "none", x0=_x0(W.n, d))
@@ -75,7 +83,7 @@ def test_noiseless_matches_reference(small_topology, algorithm, problem):
 
 @pytest.mark.parametrize("problem", ["quadratic", "hetero_quadratic"])
 @pytest.mark.parametrize("noise", ["gaussian", "structured"])
-@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+@pytest.mark.parametrize("algorithm", ALGOS)
 def test_noisy_matches_reference(small_topology, algorithm, noise, problem):
     W, d = small_topology
     _check_against_reference(algorithm, W, d, problem, noise, sigma2=2.0, x0=_x0(W.n, d))
@@ -93,7 +101,7 @@ def _ladder():
 
 
 @pytest.mark.parametrize("problem", ["quadratic", "hetero_quadratic"])
-@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+@pytest.mark.parametrize("algorithm", ALGOS)
 def test_every_row_length_matches_reference(algorithm, problem):
     """Rows of 2 and 4 entries run the 3- and 5-entry fused passes with a zero-weight pad,
     rows of 6 and 7 the 5-entry pass and then a pass per further entry (D-SGD on the
@@ -129,7 +137,7 @@ def test_padded_rows_mix_to_the_same_values():
     np.testing.assert_allclose(outs[0], 0.5 * W.to_dense() @ X + beta * mean, rtol=1e-13)
 
 
-@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+@pytest.mark.parametrize("algorithm", ALGOS)
 def test_default_x0_run_matches_reference(algorithm):
     W = fastgt.topology("interp_ring", n=20, alpha=0.7)
     _check_against_reference(algorithm, W, 5, "hetero_quadratic", "gaussian", seed=12)
@@ -176,7 +184,7 @@ def test_structured_noise_lives_on_extreme_eigenvectors(name, params):
 @pytest.mark.parametrize("problem,noise", [("hetero_quadratic", "gaussian"),
                                            ("hetero_quadratic", "structured"),
                                            ("quadratic", "gaussian"), ("consensus", "none")])
-@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+@pytest.mark.parametrize("algorithm", ALGOS)
 def test_row_padding_stays_zero_and_rows_start_on_lines(algorithm, problem, noise):
     """Rows are padded from d = 11 to 16 columns so that every row starts on a cache line,
     and state buffers get spare rows past n: after steps (a batch of two cells), every

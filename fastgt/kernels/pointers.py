@@ -44,14 +44,10 @@ class Pointer:
         return self.address
 
 
-_made: dict = {}
-
-
 def pointer(fn, argtypes: tuple) -> Pointer:
-    """The jitted function ``fn`` compiled (or loaded from the cache) for ``argtypes``,
-    returning nothing, as a first-class function value."""
-    key = (fn, argtypes)
-    if key not in _made:
-        fn.compile(types.void(*argtypes))
-        _made[key] = Pointer(fn.overloads[argtypes])
-    return _made[key]
+    """The jitted function ``fn`` compiled (or loaded from the cache; numba keeps it after
+    the first call) for ``argtypes``, returning nothing, as a first-class function value.
+    Callers keep the pointer (algorithms.base.Batch.pointers): finding the types is the
+    slow part."""
+    fn.compile(types.void(*argtypes))
+    return Pointer(fn.overloads[argtypes])

@@ -185,7 +185,7 @@ class _Recorder:
         self.slots = [KERNEL_METRICS.index(m.name) if m.name in KERNEL_METRICS else -1
                       for m in self.declared]
         self.out = np.empty(len(self.declared))
-        self.loss = [m.name for m in self.declared].index("loss_nodes")
+        self.loss = M.METRICS.index("loss_nodes")
         self.rows: list[float] = []
         self.status, self.diverged_step, self.steps_done = "ok", None, 0
         self.reason = None

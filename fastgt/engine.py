@@ -18,7 +18,7 @@ from .algorithms import Batch, Cell
 from .algorithms import algorithm as get_algorithm
 from .config import DIVERGE_FACTOR, SMALL_RUN
 from .errors import bad, check_choice, check_float, check_int
-from .kernels.metrics import KERNEL_METRICS, quadratic_metrics
+from .kernels.metrics import KERNEL_METRICS
 from .problems import make_noise
 from .problems import problem as get_problem
 from .runtime import numba_threads
@@ -178,8 +178,7 @@ class _Recorder:
     def __init__(self, algo, arrays, c, batch):
         self.algo, self.arrays, self.c, self.batch = algo, arrays, c, batch
         self.part = batch.part[c]
-        # padded like the rows: the padding (zero) adds exact zeros to every sum
-        self.abar, self.xstar = batch.pad(batch.problem.abar), batch.pad(batch.problem.xstar)
+        self.fill = batch.problem.metrics(batch.widen)
         self.declared = M.DECLARED
         self.fused = np.empty(len(KERNEL_METRICS))
         self.slots = [KERNEL_METRICS.index(m.name) if m.name in KERNEL_METRICS else -1
@@ -195,8 +194,7 @@ class _Recorder:
     def record(self, t: int, cur: int) -> None:
         X, Y = self.algo.iterates(self.batch, self.arrays, cur, self.c)
         has_y = Y is not None
-        quadratic_metrics(X, Y if has_y else X, has_y, self.abar, self.xstar, self.part,
-                          self.fused)
+        self.fill(X, Y, has_y, self.part, self.fused)
         snap = None
         for j, (m, slot) in enumerate(zip(self.declared, self.slots)):
             if m.needs_y and not has_y:

@@ -7,6 +7,8 @@ kernels: W is the dense matrix ``W.to_dense()``, gradients come from the problem
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from fastgt.problems import make_noise
@@ -55,11 +57,13 @@ TWINS = {"gt": (gt_init, gt_step), "dsgd": (dsgd_init, dsgd_step),
 
 def simulate(algorithm, Wd, grad, noise, gamma, x0, steps):
     """The states of ``algorithm`` (a key of TWINS) for t = 0..steps: W dense, the gradient
-    of step t at X grad(X) + noise(t)."""
+    of step t at X grad(X) + noise(t), or grad(X, t) + noise(t) when ``grad`` takes the
+    step (a sampled gradient, e.g. a minibatch)."""
     init, step = TWINS[algorithm]
+    sampled = grad.__code__.co_argcount - inspect.ismethod(grad) == 2
 
     def oracle(X, t):
-        return grad(X) + noise(t)
+        return (grad(X, t) if sampled else grad(X)) + noise(t)
 
     states = [init(np.array(x0, dtype=float), oracle, gamma)]
     for t in range(steps):
@@ -79,11 +83,15 @@ def _optimum(inst, d):
 
 
 def _loss_avg(inst, X, Y):
+    if not hasattr(inst, "abar"):  # not a diagonal quadratic: its own f and f*
+        return inst.f(X.mean(axis=0)) - inst.fstar
     abar, xstar = _optimum(inst, X.shape[1])
     return 0.5 * np.sum(abar * (X.mean(axis=0) - xstar) ** 2)
 
 
 def _loss_nodes(inst, X, Y):
+    if not hasattr(inst, "abar"):
+        return np.mean(inst.f(X)) - inst.fstar
     abar, xstar = _optimum(inst, X.shape[1])
     return np.mean(0.5 * np.sum(abar * (X - xstar) ** 2, axis=1))
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import FastGTError, bad
 from ..kernels.mixing import n_blocks, pad_rows
-from ..kernels.oracles import normal_matrix
+from ..kernels.oracles import normal_matrix, stochastic_grads
 from ..kernels.rng import STREAM_X0
 from ..kernels.steps import Mixing, Oracle, State, blocks_pointer, run_steps, shared_row
 
@@ -86,7 +86,7 @@ class Batch:
             if cell.noise.kind != first.noise.kind or cell.noise.uv.shape != first.noise.uv.shape:
                 raise FastGTError("cells of a batch must share the noise kind")
         self.cells, self.problem = cells, problem
-        self.pointers: dict = {}  # block function -> its pointer (Algorithm.advance)
+        self.pointers: dict = {}  # algorithm name -> its block function's pointer (advance)
         C, n, d = len(cells), first.W.n, problem.d
         self.C, self.n, self.d = C, n, d
         self.dp = dp = -(-d // LANES) * LANES
@@ -102,6 +102,7 @@ class Batch:
         # then runs no scalar remainder (the values of coordinates < d do not change)
         dpad = -(-d // 16) * 16
         self.scratch = aligned((C, nb, dpad))
+        self.grads_scratch = aligned((C, nb, dp))  # a gradient row per block
         self.part = aligned((C, nb, 2, dp))  # per-block column sums
         self.means = aligned((C, 2, dp))  # column means of the mixed quantities
         weights = np.ascontiguousarray([c.W.weights for c in cells], dtype=np.float64)
@@ -109,13 +110,10 @@ class Batch:
                           np.array([c.W.mean_weight for c in cells], dtype=np.float64),
                           np.array([c.gamma for c in cells], dtype=np.float64))
         nz = first.noise
-        hetero, a0, A, B = problem.kernel_args()
-        if hetero:
-            A, B = padded(A, dp), padded(B, dp)
         self.oracle = Oracle(np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                              np.array([c.noise.scale for c in cells], dtype=np.float64),
                              aligned((2 * C, dpad)), np.stack([c.noise.uv for c in cells]),
-                             nz.dv, d, hetero, a0, A, B)
+                             nz.dv, d, problem.kernel_data(self.widen))
 
     def new_rows(self, *lead: int, at: int = 0) -> np.ndarray:
         """A zeroed state array of shape (*lead, rows, dp) starting ``at`` bytes past a
@@ -123,9 +121,10 @@ class Batch:
         each gets its own quarter or eighth of a page (4K aliasing, as for ``rows``)."""
         return aligned((*lead, self.rows, self.dp), at)
 
-    def pad(self, v: np.ndarray) -> np.ndarray:
-        """A vector of length d padded with zeros to dp."""
-        return padded(np.asarray(v, dtype=np.float64)[None, :], self.dp)[0]
+    def widen(self, M: np.ndarray) -> np.ndarray:
+        """M (rows, d) with its rows padded with zeros to dp (the problem's arrays, as the
+        kernels read them)."""
+        return padded(M, self.dp)
 
     def used(self, M: np.ndarray) -> np.ndarray:
         """The n real rows of a (rows, dp) state array, padded columns included: a
@@ -136,13 +135,16 @@ class Batch:
         """The n x d values of a (rows, dp) state array (a view)."""
         return M[:self.n, :self.d]
 
-    def oracle_args(self, c: int, t: int = 0) -> tuple:
-        """Arguments of the single-cell oracle kernels for cell c at step t (xi: the row
-        that holds the cell's shared draw of step t)."""
+    def grads(self, t: int, X: np.ndarray, G: np.ndarray, c: int) -> None:
+        """G = cell c's stochastic gradients of step t at X (n rows, padded columns), the
+        bits its step kernels compute (oracles.stochastic_grads for the problem's family;
+        xi: the row that holds the cell's shared draw of step t)."""
         o = self.oracle
         r = shared_row.py_func(c, t)
-        return (int(o.seed[c]), o.kind, float(o.scale[c]), o.xi[r:r + 1], o.uv[c:c + 1], o.dv,
-                o.d, o.hetero, o.a0, o.A, o.B)
+        kernels = self.problem.kernels.compile((stochastic_grads,))
+        kernels.stochastic_grads(t, X, G, self.scratch[c, :1], int(o.seed[c]), o.kind,
+                                 float(o.scale[c]), o.xi[r:r + 1], o.uv[c:c + 1], o.dv, o.d,
+                                 o.data)
 
 
 @dataclass(frozen=True)
@@ -159,8 +161,10 @@ class Costs:
 class Algorithm:
     """An algorithm spec (the optax pattern): how to set up state and advance it.
 
-    - ``blocks``: its block function, ``blocks(c, t, cur, b0, b1, last, state, mix,
-      oracle)``, a call of the generic loop kernels.steps.sweep with its row update
+    - ``templates``: its block function first, ``blocks(c, t, cur, b0, b1, last, state,
+      mix, oracle)`` (a call of the generic loop kernels.steps.sweep with its row update),
+      then every other template it calls (kernels/specialize.py: compiled per problem
+      family, with the family's hooks bound)
     - ``mixed``: how many of its arrays are mixed (S1, then S2: the mean term's sums)
     - ``costs``: what one step costs (Costs)
     - ``alloc(batch) -> (S1, S2, S3)``: the state arrays of all cells, zeroed
@@ -174,7 +178,7 @@ class Algorithm:
     """
 
     name: str
-    blocks: Callable
+    templates: tuple
     mixed: int
     costs: Costs
     alloc: Callable
@@ -187,17 +191,23 @@ class Algorithm:
         if self.mixed not in (1, 2):  # the mean term keeps sums for S1 and S2 (Batch.part)
             raise ValueError(f"algorithm {self.name}: mixed must be 1 or 2, not {self.mixed}")
 
+    def blocks_for(self, kernels):
+        """The block function compiled for a problem family (its ProblemKernels)."""
+        return getattr(kernels.compile(self.templates), self.templates[0].__name__)
+
     def advance(self, batch: Batch, arrays: tuple, cur: int, t0: int, steps: int,
                 by_cells: bool) -> int:
         """Steps t0 -> t0 + steps of every cell of the batch; returns the new ``cur``.
 
         by_cells: one thread per cell (no per-step barrier) instead of parallel row blocks
         within each step; both give identical bits."""
-        state = State(*arrays, batch.scratch, batch.part, batch.means)
+        state = State(*arrays, batch.scratch, batch.grads_scratch, batch.part, batch.means)
         runs = 1 if by_cells else numba.get_num_threads()
-        blocks = batch.pointers.get(self.blocks)
+        blocks = batch.pointers.get(self.name)
         if blocks is None:  # the types are the batch's: found once (numba.typeof is slow)
-            blocks = batch.pointers[self.blocks] = blocks_pointer(self.blocks, state,
-                                                                  batch.mix, batch.oracle)
-        return run_steps(blocks, self.mixed, t0, steps, cur, state, batch.mix, batch.oracle,
-                         runs)
+            compiled = self.blocks_for(batch.problem.kernels)
+            blocks = batch.pointers[self.name] = blocks_pointer(compiled, state, batch.mix,
+                                                                batch.oracle)
+        run = batch.problem.kernels.compile((run_steps,)).run_steps
+        return run(blocks, self.mixed, t0, steps, cur, state, batch.mix, batch.oracle,
+                   batch.oracle.data, runs)

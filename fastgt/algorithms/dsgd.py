@@ -19,34 +19,49 @@ import numpy as np
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels import jit
 from ..kernels.mixing import FUSED_MAX, column_means, mix_row
-from ..kernels.oracles import noise_at, stochastic_grads
+from ..kernels.oracles import DIAGONAL, grad_row, noise_at
+from ..kernels.specialize import template
 from ..kernels.steps import sweep
 from .base import Algorithm, Batch, Costs, initial_point
 
-#: cell c's views: Z now and next, X, the next buffer of the mixed array
-View = namedtuple("View", "Z Zn X mixed", module=__name__)
+#: cell c's views: Z now and next, X, a gradient row per block, the next buffer of the
+#: mixed array
+View = namedtuple("View", "Z Zn X GS mixed", module=__name__)
 
 
-@jit(**INLINE_FLAGS)
-def update(view, cm, co, i, rn, v, u, last):
-    """Row i (steps.sweep's row update), with x' = (W Z)_i and node i's noise e (noise_at,
-    row rn of co.N, weights v, u): Zn[i] = x' - gamma (e + grad f_i(x')), and x' copied to
-    X[i] when ``last``. Mixing and update in one pass (fused) for a homogeneous problem, a
-    row of m = 3 or FUSED_MAX entries and a step that does not write X."""
-    Z, Zn, X = view.Z, view.Zn, view.X
-    N, dv, gamma, a0 = co.N, co.dv, cm.gamma, co.a0
-    e0 = cm.indptr[i]
-    m = cm.indptr[i + 1] - e0
-    if not co.hetero and not last and (m == 3 or m == FUSED_MAX):
-        fused(Zn, i, Z, cm.indices, cm.w, e0, m, cm.beta, cm.m0, N, rn, v, u, dv, gamma, a0)
-    else:
+@template(**INLINE_FLAGS)
+def update(view, cm, co, node, last):
+    """Row i (steps.sweep's row update), with x' = (W Z)_i and g' node i's stochastic
+    gradient at x' (grad_row): Zn[i] = x' - gamma g', and x' copied to X[i] when ``last``.
+
+    Diagonal quadratics, with node i's noise e (noise_at, row rn of co.N, weights v, u):
+    Zn[i] = x' - gamma (e + grad f_i(x')) in one pass, and mixing and update in one pass
+    (fused) for a homogeneous problem, a row of m = 3 or FUSED_MAX entries and a step that
+    does not write X."""
+    Z, Zn, X, i = view.Z, view.Zn, view.X, node.i
+    gamma, d = cm.gamma, Zn.shape[1]
+    if not DIAGONAL:
         mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
-        d = Zn.shape[1]
         if last:
             for k in range(d):
                 X[i, k] = Zn[i, k]
-        if co.hetero:
-            A, B = co.A, co.B
+        GS, b = view.GS, node.b
+        grad_row(co, node, Zn, i, GS, b)
+        for k in range(d):
+            Zn[i, k] = Zn[i, k] - gamma * GS[b, k]
+        return
+    N, dv, rn, v, u, a0 = co.N, co.dv, node.rn, node.v, node.u, co.data.a0
+    e0 = cm.indptr[i]
+    m = cm.indptr[i + 1] - e0
+    if not co.data.hetero and not last and (m == 3 or m == FUSED_MAX):
+        fused(Zn, i, Z, cm.indices, cm.w, e0, m, cm.beta, cm.m0, N, rn, v, u, dv, gamma, a0)
+    else:
+        mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
+        if last:
+            for k in range(d):
+                X[i, k] = Zn[i, k]
+        if co.data.hetero:
+            A, B = co.data.A, co.data.B
             for k in range(d):
                 x = Zn[i, k]
                 Zn[i, k] = x - gamma * (noise_at(N, rn, k, v, u, dv) + (A[i, k] * x - B[i, k]))
@@ -77,12 +92,12 @@ def fused(Zn, i, Z, indices, w, e0, m, beta, mean, N, rn, v, u, dv, gamma, a0):
             Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
 
 
-@jit(**BLOCK_FLAGS)
+@template(**BLOCK_FLAGS)
 def blocks(c, t, cur, b0, b1, last, state, mix, oracle):
     """Step t of cell c on row blocks [b0, b1): steps.sweep with ``update``."""
     Zn = state.S1[c, 1 - cur]
-    sweep(update, View(state.S1[c, cur], Zn, state.S3[c], (Zn,)), c, t, b0, b1, last, state,
-          mix, oracle)
+    sweep(update, View(state.S1[c, cur], Zn, state.S3[c], state.grads[c], (Zn,)), c, t, b0,
+          b1, last, state, mix, oracle)
 
 
 def alloc(batch: Batch) -> tuple:
@@ -95,7 +110,7 @@ def init(batch: Batch) -> tuple:
     for c, cell in enumerate(batch.cells):
         x, z, g = batch.used(X[c]), batch.used(Z2[c, 0]), batch.used(Z2[c, 1])
         initial_point(x, cell.x0, cell.seed, batch.d)
-        stochastic_grads(0, x, g, *batch.oracle_args(c))  # Z2[c, 1] holds g(0)
+        batch.grads(0, x, g, c)  # Z2[c, 1] holds g(0)
         np.multiply(g, -cell.gamma, out=z)
         z += x
         column_means(z, batch.part[c], 0, batch.means[c, 0])
@@ -110,5 +125,5 @@ def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
     return {"X": batch.real(arrays[2][c])}
 
 
-ALGORITHM = Algorithm("dsgd", blocks, 1, Costs(mixes=1, grad_evals=1, comm_rounds=1),
+ALGORITHM = Algorithm("dsgd", (blocks, update), 1, Costs(mixes=1, grad_evals=1, comm_rounds=1),
                       alloc, init, iterates, state, doc=__doc__)

@@ -1,5 +1,6 @@
 """fastgt's compiled (numba) code: the generic kernels, which take plain arrays and
-scalars (each algorithm's row update, in fastgt/algorithms/, is compiled with ``jit``).
+scalars (each algorithm's templates, in fastgt/algorithms/, and each problem's hooks, in
+fastgt/problems/, are compiled per problem family: specialize.py).
 
 Importing this package points numba's cache at a directory keyed by a hash of every
 source file with numba code (numba itself only checks the jitted function's own file, and
@@ -19,11 +20,12 @@ import numpy as np
 
 from ..config import cache_base
 
-#: the source files that decide the compiled code: the packages holding numba code, and
+#: the source files that decide the compiled code: the packages holding numba code (and
+#: templates: kernels/specialize.py), and
 #: config.py, which holds the compile flags (numba's own cache key has neither the flags
 #: nor other files: an edit to either would load stale machine code). Any edit there, even
 #: to pure Python such as algorithms/base.py, recompiles everything once.
-SOURCES = ("kernels/*.py", "algorithms/*.py", "config.py")
+SOURCES = ("kernels/*.py", "algorithms/*.py", "problems/*.py", "config.py")
 
 
 def source_hash() -> str:

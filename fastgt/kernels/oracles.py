@@ -1,25 +1,55 @@
-"""Stochastic gradients of diagonal quadratics, row by row.
+"""The oracle side of the kernels: gradient noise, and the contract of a problem's hooks.
 
-f_i(x) = 1/2 sum_k a_ik x_k^2 - b_ik x_k (+ const); grad_i(x) = a_i * x - b_i, or a0 * x
-when the problem is homogeneous (``hetero`` False: Setup A's f_i = ||x||^2 is a0 = 2).
+Noise kinds, the same for every problem (added to its gradient): NONE; GAUSSIAN (Setup A:
+i.i.d. N(0, sigma2/d) per node, step, coordinate); STRUCTURED (Setup B: one xi ~ N(0,
+sigma2/d I_d) per step shared by all nodes, node i's coordinate k gets xi_k * uv[0, i] for
+k < dv and xi_k * uv[1, i] otherwise).
 
-Noise kinds: NONE; GAUSSIAN (Setup A: i.i.d. N(0, sigma2/d) per node, step, coordinate);
-STRUCTURED (Setup B: one xi ~ N(0, sigma2/d I_d) per step shared by all nodes, node i's
-coordinate k gets xi_k * uv[0, i] for k < dv and xi_k * uv[1, i] otherwise).
+A problem family's kernels (problems/quadratic.py is one, docs/extending.md shows another)
+are *hooks* that templates call by global name, bound per family by kernels/specialize.py:
+
+- ``grad_row(co, node, X, r, G, q)``: G[q] = node i's stochastic gradient at X[r], i.e.
+  grad f_i(X[r]) from the problem's data ``co.data`` (a namedtuple of the family's arrays),
+  sampled (e.g. a minibatch drawn from the counter-based stream of ``node.key``) or exact,
+  plus the additive noise e_k = noise_at(co.N, node.rn, k, node.v, node.u, co.dv). Must
+  write every coordinate of G[q] (the padding past co.d as zero) and must not allocate;
+- ``DIAGONAL``: True for the diagonal quadratics only: GT's and D-SGD's templates then
+  compile their fused fast paths, which read ``co.data`` = problems.quadratic.QuadData.
 
 Row helpers write row r of a 2-d array (no per-row views, see mixing.py).
 """
+
+from collections import namedtuple
+from dataclasses import dataclass, field
 
 from numba import njit
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
 from .mixing import ROW0
 from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
-from .rounding import fma, mul
+from .rounding import mul
+from .specialize import specialize, template
 
 NONE = 0
 GAUSSIAN = 1
 STRUCTURED = 2
+
+#: cell c's oracle at a step, as a row update and the hooks read it: the noise kind and
+#: rows N (a block's noise row, or the shared draws xi for structured noise, row rp then
+#: holding the previous step's), the noise's dv, the problem's d and data
+CellOracle = namedtuple("CellOracle", "kind N rp dv d data", module=__name__)
+#: node i as one row update sees it: its block b (the row of per-block scratch it may use),
+#: its noise (row rn of the CellOracle's N, weights v, u: noise_at) and its RNG key at this
+#: step (rng.row_key of the step's noise key: the normals of gaussian noise are drawn from
+#: it; a problem drawing more, e.g. a minibatch, uses rng.uniform_index)
+Node = namedtuple("Node", "i b rn v u key", module=__name__)
+
+#: placeholders naming the hooks (contract above); a template's copy binds the family's
+DIAGONAL = False
+
+
+def grad_row(co, node, X, r, G, q):
+    raise NotImplementedError("a template's hooks are bound by kernels.specialize")
 
 
 @njit(**INLINE_FLAGS)
@@ -38,21 +68,6 @@ def noise_at(N, rn, k, v, u, dv):
 
 
 @njit(**INLINE_FLAGS)
-def grad_hom(N, rn, k, v, u, dv, x, a0):
-    """Coordinate k of a noisy homogeneous gradient, fma(a0, x, noise_at): with grad_het,
-    the one definition wherever GT computes or recomputes a gradient (the kernels and
-    stochastic_grads), so that every path gives the same bits."""
-    return fma(a0, x, noise_at(N, rn, k, v, u, dv))
-
-
-@njit(**INLINE_FLAGS)
-def grad_het(N, rn, k, v, u, dv, x, A, B, i):
-    """Coordinate k of node i's noisy gradient, fma(N[rn, k], w, fma(A_ik, x, -B_ik)) with
-    w = noise_weight(k, v, u, dv)."""
-    return fma(N[rn, k], noise_weight(k, v, u, dv), fma(A[i, k], x, -B[i, k]))
-
-
-@njit(**INLINE_FLAGS)
 def draw_shared(kind, tkey, xi, row, scale, d):
     """xi[row, :d] = the step's shared draw (Setup B's xi); call once per step before the
     rows. The row's padding past d stays zero, so padded coordinates get no noise."""
@@ -60,33 +75,25 @@ def draw_shared(kind, tkey, xi, row, scale, d):
         fill_normals(row_key(tkey, -1), xi, row, scale, d)
 
 
-@njit(**INLINE_FLAGS)
-def grad_row(g, i, x, N, rn, v, u, dv, hetero, a0, A, B):
-    """g[i] = node i's noisy gradient at x[i], the noise as in noise_at (N may be g)."""
-    d = x.shape[1]
-    if hetero:
-        for k in range(d):
-            g[i, k] = grad_het(N, rn, k, v, u, dv, x[i, k], A, B, i)
-    else:
-        for k in range(d):
-            g[i, k] = grad_hom(N, rn, k, v, u, dv, x[i, k], a0)
-
-
-@njit(**NJIT_FLAGS)
-def stochastic_grads(t, X, G, seed, kind, scale, xi, uv, dv, d, hetero, a0, A, B):
-    """G = grad F(X, xi^(t)) for every node of one cell (used once, at t = 0, and by
-    tests); xi (1, >= d) and uv (1, 2, n) are the cell's own. Rows may be padded past the
-    problem's d with zeros (X, G, A and B alike): the padding gets no noise and stays zero."""
+@template(**NJIT_FLAGS)
+def stochastic_grads(t, X, G, E, seed, kind, scale, xi, uv, dv, d, data):
+    """G = grad F(X, xi^(t)) for every node of one cell (at t = 0, for recomputed states
+    and for tests), through the family's grad_row: the same bits as the step kernels. xi
+    (1, >= d) and uv (1, 2, n) are the cell's own, E (1, >= d) scratch for a gaussian noise
+    row. Rows may be padded past the problem's d with zeros (X, G and the problem's arrays
+    alike): the padding gets no noise and stays zero."""
     tkey = step_key(stream_key(seed, STREAM_NOISE), t)
     draw_shared(kind, tkey, xi, ROW0, scale, d)
+    co = CellOracle(kind, E if kind == GAUSSIAN else xi, ROW0, dv, d, data)
     for i in range(X.shape[0]):
-        N, rn, v, u = xi, ROW0, 0.0, 0.0  # no noise (xi: zeros, never drawn)
+        key = row_key(tkey, i)
+        v = u = 0.0  # no noise (xi: zeros, never drawn)
         if kind == GAUSSIAN:
-            fill_normals(row_key(tkey, i), G, i, scale, d)
-            N, rn, v, u = G, i, 1.0, 1.0
+            fill_normals(key, E, ROW0, scale, d)
+            v = u = 1.0
         elif kind == STRUCTURED:
             v, u = uv[0, 0, i], uv[0, 1, i]
-        grad_row(G, i, X, N, rn, v, u, dv, hetero, a0, A, B)
+        grad_row(co, Node(i, ROW0, ROW0, v, u, key), X, i, G, i)
 
 
 @njit(**NJIT_FLAGS)
@@ -95,3 +102,23 @@ def normal_matrix(seed, stream, out, scale, d):
     tkey = step_key(stream_key(seed, stream), 0)
     for i in range(out.shape[0]):
         fill_normals(row_key(tkey, i), out, i, scale, d)
+
+
+@dataclass(frozen=True, eq=False)
+class ProblemKernels:
+    """A problem family's hooks (the contract above). ``compile(templates)`` gives the
+    templates' copies with them bound (kernels/specialize.py), once per process; each copy
+    caches on disk under its template's name and the family's (``gt.blocks_quadratic``),
+    so that only the family's own cache files name its types."""
+
+    family: str
+    grad_row: object  # a jitted function, INLINE_FLAGS
+    diagonal: bool = False
+    _copies: dict = field(default_factory=dict, repr=False)
+
+    def compile(self, templates: tuple):
+        if templates not in self._copies:
+            self._copies[templates] = specialize(self.family, templates,
+                                                 {"grad_row": self.grad_row,
+                                                  "DIAGONAL": self.diagonal})
+        return self._copies[templates]

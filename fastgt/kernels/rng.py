@@ -213,3 +213,14 @@ def fill_normals(rkey, out, r, scale, d):
     for j in range(both, min(PAIRS, d - k0)):
         z0, _ = normal_pair(rkey, m0 + j, scale)
         out[r, k0 + j] = z0
+
+
+@njit(**INLINE_FLAGS)
+def uniform_index(rkey, j, m):
+    """Draw j (j >= 0) of a uniform integer in [0, m) from the row with key rkey (a
+    minibatch index). Its hash counts down from the key, rkey - (j + 1) GOLDEN, where the
+    row's normals count up (rkey + (p + 1) GOLDEN for pair p): the two never share a hash.
+    52 bits scaled to [0, m): the bias, at most m / 2^52, is far below any sampling error."""
+    h = mix64(rkey - np.uint64(j + 1) * GOLDEN)
+    u = _as_f64(ONE_BITS | (h >> np.uint64(12))) - 1.0  # exact, in [0, 1)
+    return min(m - 1, np.int64(u * m))

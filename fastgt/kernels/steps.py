@@ -9,18 +9,20 @@ they may differ in weights (alpha, self weight), stepsize, noise scale and seed.
 run is C = 1. Arrays travel in three namedtuples, built in one place (algorithms.base.Batch)
 and read by field name:
 
-    state  = State(S1, S2, S3, scratch, part, means)
+    state  = State(S1, S2, S3, scratch, grads, part, means)
              S1, S2: (C, 2, r, d) double-buffered arrays (or (C, 1, r, d): one buffer), S3:
              (C, r, d) or (C, 0, d); what each holds is said in the algorithm's module
              docstring (D-SGD leaves S2 unused). r >= n rows (the rows past n, zero, only
              space the buffers: Batch.rows)
-             scratch (C, nb, >= d): a noise row per block; part (C, nb, 2, d) and means
-             (C, 2, d): block column sums and column means of the mixed arrays
-             (d here is the padded row width, Batch.dp; the oracle's d is the problem's)
+             scratch (C, nb, >= d): a noise row per block; grads (C, nb, d): a gradient row
+             per block (an update that calls grad_row writes there, Node.b); part
+             (C, nb, 2, d) and means (C, 2, d): block column sums and column means of the
+             mixed arrays (d here is the padded row width, Batch.dp; the oracle's d is the
+             problem's)
     mix    = Mixing(indptr, indices, weights (C, nnz), beta (C,), gamma (C,))
-    oracle = Oracle(seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, hetero,
-                    a0, A, B)
-             xi: the shared draws of each cell's current and previous step (shared_row)
+    oracle = Oracle(seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, data)
+             xi: the shared draws of each cell's current and previous step (shared_row);
+             data: the problem's arrays (its family's namedtuple, kernels/oracles.py)
 
 Rows are d coordinates padded with zeros to a whole number of cache lines (state, sums,
 and the problem's A and B alike): every row then starts on a line and every loop over a
@@ -30,6 +32,8 @@ exactly zero and changes no value of the others.
 Buffers come in pairs, ``[:, cur]`` current and ``[:, 1 - cur]`` next; ``run_steps``
 returns the new ``cur``. One step of one cell is: the shared draw, then every row block
 (noise, the algorithm's row update, block column sums), then the mean-term reduction.
+An algorithm's templates are compiled per problem family, with the family's gradient
+hooks bound (kernels/specialize.py).
 ``run_steps`` orders this work by cells or by row blocks; both orders give identical bits.
 """
 
@@ -39,22 +43,18 @@ from numba import njit, prange, typeof, types
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
 from .mixing import add_row, block_range, reduce_blocks, zero_rows
-from .oracles import GAUSSIAN, STRUCTURED, draw_shared, grad_het, grad_hom
+from .oracles import GAUSSIAN, STRUCTURED, CellOracle, Node, draw_shared
 from .pointers import pointer
 from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
+from .specialize import template
 
 #: the kernels' bundles (fields: module docstring)
-State = namedtuple("State", "S1 S2 S3 scratch part means", module=__name__)
+State = namedtuple("State", "S1 S2 S3 scratch grads part means", module=__name__)
 Mixing = namedtuple("Mixing", "indptr indices weights beta gamma", module=__name__)
-Oracle = namedtuple("Oracle", "seed kind scale xi uv dv d hetero a0 A B", module=__name__)
+Oracle = namedtuple("Oracle", "seed kind scale xi uv dv d data", module=__name__)
 #: cell c's mixing, as a row update reads it: W's CSR pattern, the cell's weights (nnz,),
 #: mean weight and stepsize, the column means (dp,) of the first and second mixed arrays
 CellMix = namedtuple("CellMix", "indptr indices w beta gamma m0 m1", module=__name__)
-#: cell c's oracle at step t, as a row update reads it: the noise kind and rows N (the block
-#: scratch, or xi for structured noise, row rp then holding the previous step's shared
-#: draw), the noise's dv, and the problem's gradient data hetero, a0, A, B (noise_at,
-#: grad_hom and grad_het in kernels/oracles.py)
-CellOracle = namedtuple("CellOracle", "kind N rp dv hetero a0 A B", module=__name__)
 
 
 @njit(**INLINE_FLAGS)
@@ -69,7 +69,7 @@ def shared_row(c, t):
     return 2 * c + (t & 1)
 
 
-@njit(**NJIT_FLAGS)
+@njit(**INLINE_FLAGS)
 def step_begin(c, t, oracle):
     """The step's shared draw (Setup B's xi) of cell c, before any row."""
     draw_shared(oracle.kind, cell_key(oracle.seed[c], t), oracle.xi, shared_row(c, t),
@@ -77,28 +77,18 @@ def step_begin(c, t, oracle):
 
 
 @njit(**INLINE_FLAGS)
-def grad_k(co, rn, v, u, i, k, x):
-    """Coordinate k of node i's noisy gradient at x, for a row update (co: CellOracle; the
-    noise as sweep gives it, row rn of co.N with weights v, u): grad_het or grad_hom, the
-    same bits as GT's and D-SGD's loops, which branch once per row instead (measured
-    faster: LLVM does not take a branch per coordinate out of a fused loop)."""
-    if co.hetero:
-        return grad_het(co.N, rn, k, v, u, co.dv, x, co.A, co.B, i)
-    return grad_hom(co.N, rn, k, v, u, co.dv, x, co.a0)
-
-
-@njit(**INLINE_FLAGS)
 def sweep(row, view, c, t, b0, b1, last, state, mix, oracle):
     """Step t of cell c on row blocks [b0, b1), the loop every algorithm shares: per row i,
     node i's noise (gaussian noise drawn now), then the algorithm's update of row i,
-    ``row(view, cm, co, i, rn, v, u, last)``, then, with a mean term, row i of each of
+    ``row(view, cm, co, node, last)``, then, with a mean term, row i of each of
     ``view.mixed`` (the next buffers of its mixed arrays) added to the block's column sums.
 
     ``view``: the algorithm's views of cell c (it names its arrays); ``cm``: CellMix;
-    ``co``: CellOracle; node i's noise is noise_at(co.N, rn, k, v, u, co.dv); ``last``: the
-    last step of this call (what the metrics read must then be written). ``row`` is
-    inlined: one loop, as if written in place. An algorithm's block function calling this
-    is compiled with BLOCK_FLAGS (config.py: no reference counting)."""
+    ``co``: oracles.CellOracle, ``node``: oracles.Node (node i's noise, key and block:
+    the problem's grad_row takes both); ``last``: the last step of this call (what the
+    metrics read must then be written). ``row`` is inlined: one loop, as if written in
+    place. An algorithm's block function calling this is compiled with BLOCK_FLAGS
+    (config.py: no reference counting)."""
     n = mix.indptr.shape[0] - 1  # the state may have more (zero) rows: Batch.rows
     nb = state.scratch.shape[1]
     pc = state.part[c]
@@ -107,7 +97,7 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle):
     cm = CellMix(mix.indptr, mix.indices, mix.weights[c], mix.beta[c], mix.gamma[c],
                  state.means[c, 0], state.means[c, 1])
     co = CellOracle(kind, oracle.xi if structured else state.scratch[c], shared_row(c, t - 1),
-                    oracle.dv, oracle.hetero, oracle.a0, oracle.A, oracle.B)
+                    oracle.dv, d, oracle.data)
     tkey = cell_key(oracle.seed[c], t)
     rs = shared_row(c, t)
     nm = len(view.mixed)
@@ -120,9 +110,10 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle):
         for i in range(lo, hi):
             if structured:
                 v, u = uv[c, 0, i], uv[c, 1, i]
-            elif kind == GAUSSIAN:
-                fill_normals(row_key(tkey, i), co.N, b, sc, d)
-            row(view, cm, co, i, rn, v, u, last)
+            key = row_key(tkey, i)
+            if kind == GAUSSIAN:
+                fill_normals(key, co.N, b, sc, d)
+            row(view, cm, co, Node(i, b, rn, v, u, key), last)
             if cm.beta != 0.0:
                 for q in range(nm):
                     add_row(pc, b, q, view.mixed[q], i)
@@ -147,10 +138,11 @@ def blocks_pointer(blocks, state, mix, oracle):
                             typeof(oracle)))
 
 
-@njit(parallel=True, **NJIT_FLAGS)
-def run_steps(blocks, mixed, t0, steps, cur, state, mix, oracle, runs):
+@template(parallel=True, **NJIT_FLAGS)
+def run_steps(blocks, mixed, t0, steps, cur, state, mix, oracle, data, runs):
     """Steps t0 -> t0 + steps of every cell, in place; returns the new ``cur``. ``blocks``:
-    the algorithm's block function (blocks_pointer), ``mixed``: its count of mixed arrays.
+    the algorithm's block function (blocks_pointer), ``mixed``: its count of mixed arrays,
+    ``data``: oracle.data.
 
     Work items, processed in parallel, are (cell, run of consecutive row blocks) pairs,
     ``runs`` per cell (capped at the block count):
@@ -161,10 +153,17 @@ def run_steps(blocks, mixed, t0, steps, cur, state, mix, oracle, runs):
       mean-term reductions after it (big runs on several threads).
 
     One parallel loop for both (not one driver each): each parallel driver costs seconds
-    of compile.
+    of compile. A template (kernels/specialize.py), compiled once per problem family for
+    every algorithm: its types include the family's data, and a family's types must only
+    appear in its own cache files (numba unpickles a cache index whole: a type whose
+    module cannot be imported, a test's or a user's problem, would break every other run).
     """
     C = state.S3.shape[0]
     nb = state.scratch.shape[1]
+    # the parallel loop's body takes the oracle's fields one by one and bundles them again:
+    # numba's parallel loops unpack a tuple argument one level only (oracle.data is a tuple
+    # within it), and rebuild a tuple only from an argument of the function (``data``)
+    seed, kind, scale, xi, uv, dv, d, _ = oracle
     per = -(-nb // max(1, min(nb, runs)))  # blocks per run
     runs = -(-nb // per)
     span = max(1, steps) if runs == 1 else 1  # steps per parallel pass
@@ -176,11 +175,12 @@ def run_steps(blocks, mixed, t0, steps, cur, state, mix, oracle, runs):
             c = w // runs
             b0 = (w - c * runs) * per
             cc = cur
+            oc = Oracle(seed, kind, scale, xi, uv, dv, d, data)
             for s in range(s0, s0 + span):
                 t = t0 + s + 1
                 if runs == 1:
-                    step_begin(c, t, oracle)
-                blocks(c, t, cc, b0, min(nb, b0 + per), s == steps - 1, state, mix, oracle)
+                    step_begin(c, t, oc)
+                blocks(c, t, cc, b0, min(nb, b0 + per), s == steps - 1, state, mix, oc)
                 if runs == 1:
                     step_end(c, mixed, state, mix)
                 cc = 1 - cc

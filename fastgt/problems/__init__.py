@@ -1,22 +1,46 @@
-"""Problems: ``problem(name, **params)`` -> a spec, built on (n, d) by the runner."""
+"""Problems: ``problem(name, **params)`` -> a spec, built on (n, d) by the runner.
+
+Registry: every module of this package but ``base`` and ``noise`` (and names starting with
+``_``) defines ``PROBLEMS``, name -> builder ``f(n, d, **params) -> Problem``: a new module
+is registered by being here (docs/extending.md)."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 from dataclasses import dataclass, field
 
 from ..errors import bad, check_choice
-from .consensus import consensus
+from .base import Problem
 from .noise import NOISES, Noise, make_noise, noise_matrix
-from .quadratic import DiagonalQuadratic, hetero_quadratic, quadratic
+from .quadratic import DiagonalQuadratic
 
-PROBLEMS = {"quadratic": quadratic, "consensus": consensus, "hetero_quadratic": hetero_quadratic}
+#: the paper's problems first (quadratic, the default), then the others by name
+_ORDER = ("quadratic", "consensus", "hetero_quadratic")
+
+
+def _discover() -> dict:
+    found = {}
+    for m in pkgutil.iter_modules(__path__):
+        if m.name in ("base", "noise") or m.name.startswith("_"):
+            continue
+        for name, build in importlib.import_module(f"{__name__}.{m.name}").PROBLEMS.items():
+            if name in found:
+                raise ImportError(f"two problem modules define {name!r}")
+            found[name] = build
+    rank = {k: i for i, k in enumerate(_ORDER)}
+    return {k: found[k] for k in sorted(found, key=lambda k: (rank.get(k, len(rank)), k))}
+
+
+PROBLEMS = _discover()
 
 __all__ = [
     "NOISES",
     "PROBLEMS",
     "DiagonalQuadratic",
     "Noise",
+    "Problem",
     "ProblemSpec",
     "make_noise",
     "noise_matrix",
@@ -43,7 +67,7 @@ class ProblemSpec:
     name: str
     params: dict = field(default_factory=dict)
 
-    def build(self, n: int, d: int) -> DiagonalQuadratic:
+    def build(self, n: int, d: int) -> Problem:
         return PROBLEMS[self.name](n, d, **self.params)
 
 

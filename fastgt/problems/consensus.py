@@ -17,3 +17,6 @@ def consensus(n: int, d: int, mu=None, zeta: float = 1.0, seed: int = 0) -> Diag
     mu = _array("mu", mu, n, d)
     const = 0.5 * float(np.mean(np.sum(mu**2, axis=1)))
     return DiagonalQuadratic("consensus", n, d, A=np.ones((n, d)), B=mu.copy(), const=const)
+
+
+PROBLEMS = {"consensus": consensus}

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import check_choice, check_float
 from ..kernels.oracles import GAUSSIAN, NONE, STRUCTURED, stochastic_grads
+from .quadratic import KERNELS, QuadData
 
 NOISES = {"none": NONE, "gaussian": GAUSSIAN, "structured": STRUCTURED}
 
@@ -42,9 +43,11 @@ def make_noise(name: str, sigma2: float, d: int, W) -> Noise:
 
 
 def noise_matrix(noise: Noise, seed: int, t: int, n: int, d: int) -> np.ndarray:
-    """The exact (n, d) gradient noise fastgt draws at step t (for references and tests)."""
+    """The exact (n, d) gradient noise fastgt draws at step t (for references and tests):
+    the gradients of the zero quadratic."""
     E = np.empty((n, d))
     dummy = np.zeros((1, 1))
-    stochastic_grads(t, np.zeros((n, d)), E, int(seed), noise.kind, noise.scale, np.zeros((1, d)),
-                     noise.uv[None], noise.dv, d, False, 0.0, dummy, dummy)
+    grads = KERNELS.compile((stochastic_grads,)).stochastic_grads
+    grads(t, np.zeros((n, d)), E, np.zeros((1, d)), int(seed), noise.kind, noise.scale,
+          np.zeros((1, d)), noise.uv[None], noise.dv, d, QuadData(False, 0.0, dummy, dummy))
     return E

@@ -1,20 +1,64 @@
 """Diagonal quadratic objectives: f_i(x) = 1/2 sum_k a_ik x_k^2 - b_ik x_k + c_i.
 
-Every built-in problem is of this form, which is what the kernels evaluate:
-Setup A (``quadratic``, f_i = ||x||^2), ``consensus`` and ``hetero_quadratic``.
+Setup A (``quadratic``, f_i = ||x||^2), ``consensus`` and ``hetero_quadratic`` are of this
+form: one problem family, whose gradient is grad_i(x) = a_i * x - b_i, or a0 * x when the
+problem is homogeneous (``hetero`` False: Setup A's f_i = ||x||^2 is a0 = 2). The family is
+the engine's fast path: GT's and D-SGD's templates fuse it into their row updates
+(``DIAGONAL``), and its metrics are one compiled pass (kernels/metrics.py).
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
+from ..config import INLINE_FLAGS
 from ..errors import FastGTError, bad, check_float, check_int
+from ..kernels.metrics import quadratic_metrics
+from ..kernels.oracles import ProblemKernels, noise_at, noise_weight
+from ..kernels.rounding import fma
+from .base import Problem
+
+#: the family's arrays as its kernels read them (co.data): A and B (n, dp) when hetero,
+#: (1, 1) placeholders otherwise
+QuadData = namedtuple("QuadData", "hetero a0 A B", module=__name__)
+
+
+@njit(**INLINE_FLAGS)
+def grad_hom(N, rn, k, v, u, dv, x, a0):
+    """Coordinate k of a noisy homogeneous gradient, fma(a0, x, noise_at): with grad_het,
+    the one definition wherever GT computes or recomputes a gradient (the kernels and
+    stochastic_grads), so that every path gives the same bits."""
+    return fma(a0, x, noise_at(N, rn, k, v, u, dv))
+
+
+@njit(**INLINE_FLAGS)
+def grad_het(N, rn, k, v, u, dv, x, A, B, i):
+    """Coordinate k of node i's noisy gradient, fma(N[rn, k], w, fma(A_ik, x, -B_ik)) with
+    w = noise_weight(k, v, u, dv)."""
+    return fma(N[rn, k], noise_weight(k, v, u, dv), fma(A[i, k], x, -B[i, k]))
+
+
+@njit(**INLINE_FLAGS)
+def grad_row(co, node, X, r, G, q):
+    """The family's hook (kernels/oracles.py): G[q] = node i's noisy gradient at X[r]."""
+    data, N, rn, v, u, i = co.data, co.N, node.rn, node.v, node.u, node.i
+    if data.hetero:
+        for k in range(X.shape[1]):
+            G[q, k] = grad_het(N, rn, k, v, u, co.dv, X[r, k], data.A, data.B, i)
+    else:
+        for k in range(X.shape[1]):
+            G[q, k] = grad_hom(N, rn, k, v, u, co.dv, X[r, k], data.a0)
+
+
+KERNELS = ProblemKernels("quadratic", grad_row, diagonal=True)
 
 
 @dataclass(eq=False)
-class DiagonalQuadratic:
+class DiagonalQuadratic(Problem):
     """A problem instance on n nodes in dimension d.
 
     ``A``/``B`` are n x d arrays (heterogeneous case) or None, in which case every node has
@@ -25,6 +69,7 @@ class DiagonalQuadratic:
     n: int
     d: int
     a0: float = 2.0
+    kernels = KERNELS
     A: np.ndarray | None = None
     B: np.ndarray | None = None
     const: float = 0.0
@@ -81,13 +126,27 @@ class DiagonalQuadratic:
         return self.A * X - self.B if self.hetero else self.a0 * X
 
     def loss(self, x: np.ndarray) -> np.ndarray:
-        """f(x) - f* for x of shape (d,) or rows of (m, d)."""
+        """f(x) - f* for x of shape (d,) or rows of (m, d) (exact: no cancellation)."""
         return 0.5 * np.sum(self.abar * (np.asarray(x) - self.xstar) ** 2, axis=-1)
 
-    def kernel_args(self) -> tuple:
+    def f(self, x: np.ndarray) -> np.ndarray:
+        return self.fstar + self.loss(x)
+
+    def kernel_data(self, pad) -> QuadData:
+        if self.hetero:
+            return QuadData(True, float(self.a0), pad(self.A), pad(self.B))
         dummy = np.zeros((1, 1))
-        return (self.hetero, float(self.a0),
-                self.A if self.hetero else dummy, self.B if self.hetero else dummy)
+        return QuadData(False, float(self.a0), dummy, dummy)
+
+    def metrics(self, pad):
+        """One compiled pass (kernels/metrics.py), abar and x* padded like the rows (the
+        padding adds exact zeros to every sum)."""
+        abar, xstar = pad(self.abar[None])[0], pad(self.xstar[None])[0]
+
+        def fill(X, Y, has_y, part, out):
+            quadratic_metrics(X, Y if has_y else X, has_y, abar, xstar, part, out)
+
+        return fill
 
 
 def _array(name: str, value, n: int, d: int) -> np.ndarray:
@@ -118,3 +177,6 @@ def hetero_quadratic(n: int, d: int, a=None, b=None, L: float = 1.0, mu: float =
         zeta = check_float("zeta", zeta, 0.0)
         b = rng.normal(0.0, zeta / np.sqrt(d), size=(n, d))
     return DiagonalQuadratic("hetero_quadratic", n, d, A=_array("a", a, n, d), B=_array("b", b, n, d))
+
+
+PROBLEMS = {"quadratic": quadratic, "hetero_quadratic": hetero_quadratic}

@@ -6,6 +6,7 @@ it would sit in fastgt/algorithms/ (tests/kernels/test_extending.py registers an
 
 Run on Z(t) = 2 X(t) - X(t-1) - gamma (G(t) - G(t-1)), Z(0) = X(0) - gamma G(0), so that
 X(t+1) = W Z(t). State: Z double-buffered and mixed (S1), G (S2, its first buffer), X (S3).
+Any problem: the gradient comes from the problem's grad_row hook.
 
 Per step: 1 mix (one communication round), 1 gradient evaluation.
 """
@@ -16,33 +17,34 @@ import numpy as np
 
 from fastgt.algorithms.base import Algorithm, Costs, initial_point
 from fastgt.config import BLOCK_FLAGS, INLINE_FLAGS
-from fastgt.kernels import jit
 from fastgt.kernels.mixing import column_means, mix_row
-from fastgt.kernels.oracles import stochastic_grads
-from fastgt.kernels.steps import grad_k, sweep
+from fastgt.kernels.oracles import grad_row
+from fastgt.kernels.specialize import template
+from fastgt.kernels.steps import sweep
 
-#: cell c's views: Z now and next, G, X, the next buffer of the mixed array
-View = namedtuple("View", "Z Zn G X mixed")
+#: cell c's views: Z now and next, G, X, a gradient row per block, the next buffer of the
+#: mixed array
+View = namedtuple("View", "Z Zn G X GS mixed")
 
 
-@jit(**INLINE_FLAGS)
-def update(view, cm, co, i, rn, v, u, last):
-    """Row i: x' = (W Z)_i, g' = node i's noisy gradient at x',
+@template(**INLINE_FLAGS)
+def update(view, cm, co, node, last):
+    """Row i: x' = (W Z)_i, g' = node i's stochastic gradient at x',
     Zn[i] = 2 x' - X[i] - gamma (g' - G[i]), then X[i] = x', G[i] = g'."""
-    Z, Zn, G, X = view.Z, view.Zn, view.G, view.X
+    Z, Zn, G, X, GS, i, b = view.Z, view.Zn, view.G, view.X, view.GS, node.i, node.b
     mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
+    grad_row(co, node, Zn, i, GS, b)
     for k in range(Zn.shape[1]):
         x = Zn[i, k]
-        g = grad_k(co, rn, v, u, i, k, x)
-        Zn[i, k] = 2.0 * x - X[i, k] - cm.gamma * (g - G[i, k])
+        Zn[i, k] = 2.0 * x - X[i, k] - cm.gamma * (GS[b, k] - G[i, k])
         X[i, k] = x
-        G[i, k] = g
+        G[i, k] = GS[b, k]
 
 
-@jit(**BLOCK_FLAGS)
+@template(**BLOCK_FLAGS)
 def blocks(c, t, cur, b0, b1, last, state, mix, oracle):
     Zn = state.S1[c, 1 - cur]
-    view = View(state.S1[c, cur], Zn, state.S2[c, 0], state.S3[c], (Zn,))
+    view = View(state.S1[c, cur], Zn, state.S2[c, 0], state.S3[c], state.grads[c], (Zn,))
     sweep(update, view, c, t, b0, b1, last, state, mix, oracle)
 
 
@@ -56,7 +58,7 @@ def init(batch):
     for c, cell in enumerate(batch.cells):
         x, z, g = batch.used(X[c]), batch.used(Z2[c, 0]), batch.used(G2[c, 0])
         initial_point(x, cell.x0, cell.seed, batch.d)
-        stochastic_grads(0, x, g, *batch.oracle_args(c))
+        batch.grads(0, x, g, c)
         np.subtract(x, cell.gamma * g, out=z)
         column_means(z, batch.part[c], 0, batch.means[c, 0])
     return arrays
@@ -71,5 +73,5 @@ def state(batch, arrays, cur, c, t):
     return {"X": batch.real(X[c]), "G": batch.real(G2[c, 0]), "Z": batch.real(Z2[c, cur])}
 
 
-ALGORITHM = Algorithm("d2", blocks, 1, Costs(mixes=1, grad_evals=1, comm_rounds=1), alloc,
+ALGORITHM = Algorithm("d2", (blocks, update), 1, Costs(mixes=1, grad_evals=1, comm_rounds=1), alloc,
                       init, iterates, state, doc=__doc__)

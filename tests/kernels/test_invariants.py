@@ -181,16 +181,16 @@ def test_gt_recomputes_its_previous_gradient_to_the_bit(monkeypatch, problem, no
 def test_gt_state_g_is_computed_only_when_asked_for(monkeypatch):
     """Without a stored G, RunResult.state["G"] costs an n x d array only on first access
     (a 10^6-node run would otherwise end with a fifth n d array), and once."""
-    from fastgt.algorithms import gt
+    from fastgt.algorithms.base import Batch
 
     calls = []
-    real = gt.stochastic_grads
+    real = Batch.grads
 
-    def counting(t, *args):
+    def counting(self, t, *args):
         calls.append(t)
-        return real(t, *args)
+        return real(self, t, *args)
 
-    monkeypatch.setattr(gt, "stochastic_grads", counting)
+    monkeypatch.setattr(Batch, "grads", counting)
     res = fastgt.run(algorithm="gt", topology=fastgt.topology("ring", n=10), noise="structured",
                      d=4, steps=9, record_every=3)
     assert calls == [0]  # the initial gradient only

@@ -10,11 +10,21 @@ accept 5 SE (two-sided false alarm 6e-7 per check), and a KS p-value above 1e-4.
 import numpy as np
 import pytest
 import reference as ref
+from numba import njit
 from scipy import stats
 
 import fastgt
 from fastgt.kernels.oracles import normal_matrix
-from fastgt.kernels.rng import POLY_ERROR, STREAM_NOISE, STREAM_X0, fill_normals
+from fastgt.kernels.rng import (
+    POLY_ERROR,
+    STREAM_NOISE,
+    STREAM_X0,
+    fill_normals,
+    row_key,
+    step_key,
+    stream_key,
+    uniform_index,
+)
 from fastgt.runtime import max_threads
 
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
@@ -167,3 +177,29 @@ def test_bit_identical_across_thread_counts(name, params, algorithm, noise):
     assert np.array_equal(one.trace.to_numpy(), two.trace.to_numpy(), equal_nan=True)
     for key in one.state:
         assert np.array_equal(one.state[key], two.state[key])
+
+
+@njit
+def _indices(keys, draws, m):
+    out = np.empty((len(keys), draws), dtype=np.int64)
+    for r in range(len(keys)):
+        for j in range(draws):
+            out[r, j] = uniform_index(keys[r], j, m)
+    return out
+
+
+@pytest.mark.parametrize("m", [1, 7, 100])
+def test_uniform_index_is_uniform_and_independent_of_the_rows_normals(m):
+    """Minibatch indices: every value in [0, m), counts uniform (chi-square p > 1e-4), and
+    uncorrelated with the normals drawn from the same row key (|r| < 5 SE)."""
+    keys = np.array([row_key(step_key(stream_key(9, STREAM_NOISE), t), 3) for t in range(4000)],
+                    dtype=np.uint64)
+    idx = _indices(keys, 25, m)
+    assert idx.min() >= 0 and idx.max() < m
+    if m > 1:
+        assert stats.chisquare(np.bincount(idx.ravel(), minlength=m)).pvalue > 1e-4
+        z = np.empty((len(keys), 32))
+        for r, k in enumerate(keys):
+            fill_normals(k, z, r, 1.0, 32)
+        corr = np.corrcoef(idx[:, 0], z[:, 0])[0, 1]
+        assert abs(corr) < Z / np.sqrt(len(keys))

@@ -1,0 +1,73 @@
+"""What a problem instance gives the engine: its objective, its optimum, its gradient
+oracle for the kernels (kernels/oracles.py: the hooks of its family) and its metrics.
+
+A problem is one module of fastgt/problems/: a subclass of ``Problem`` with its data, its
+family's ``ProblemKernels`` and the function that builds it (docs/extending.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+
+class Problem:
+    """f = (1/n) sum_i f_i on n nodes in dimension d. A subclass sets ``name``, ``n``,
+    ``d`` and ``kernels`` (its family's ProblemKernels) and defines:
+
+    - ``f(x)``: f at x of shape (d,), or at each row of (m, d);
+    - ``grad(X)``: the exact local gradients, row i = grad f_i(X[i]) (numpy);
+    - ``xstar`` and ``fstar``: a minimizer of f and its value;
+    - ``kernel_data(pad)``: the namedtuple of arrays its hooks read (``co.data``), each
+      (n, d) array passed through ``pad`` (rows padded with zeros to the kernels' width).
+
+    ``metrics`` fills the fused metrics with numpy from these; a subclass may override it
+    with a compiled pass (DiagonalQuadratic does)."""
+
+    name: str
+    n: int
+    d: int
+    kernels: object  # kernels.oracles.ProblemKernels
+
+    @property
+    def xstar(self) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def fstar(self) -> float:
+        raise NotImplementedError
+
+    def f(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def grad(self, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def kernel_data(self, pad: Callable):
+        raise NotImplementedError
+
+    def loss(self, x: np.ndarray) -> np.ndarray:
+        """f(x) - f* for x of shape (d,) or rows of (m, d)."""
+        return self.f(x) - self.fstar
+
+    def full_grad(self, x: np.ndarray) -> np.ndarray:
+        """grad f(x) = (1/n) sum_i grad f_i(x) at x of shape (d,)."""
+        return self.grad(np.broadcast_to(x, (self.n, self.d))).mean(axis=0)
+
+    def metrics(self, pad: Callable) -> Callable:
+        """fn(X, Y, has_y, part, out): out = [loss_avg, loss_nodes, consensus, grad_norm2,
+        tracking] (kernels/metrics.py's KERNEL_METRICS) of n x dp iterates X and Y (padded
+        columns zero; tracking NaN without Y); ``part`` is scratch a compiled pass may use."""
+        d = self.d
+
+        def fill(X, Y, has_y, part, out):
+            X = X[:, :d]
+            xbar = X.mean(axis=0)
+            out[0] = self.loss(xbar)
+            out[1] = np.mean(self.loss(X))
+            out[2] = np.mean(np.sum((X - xbar) ** 2, axis=1))
+            out[3] = np.sum(self.full_grad(xbar) ** 2)
+            out[4] = np.mean(np.sum((Y[:, :d] - Y[:, :d].mean(axis=0)) ** 2, axis=1)) if has_y else np.nan
+
+        return fill

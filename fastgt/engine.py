@@ -171,8 +171,8 @@ def _parse_cell(cell: dict, noise: str, d: int) -> Cell:
 
 
 class _Recorder:
-    """The declared metrics (fastgt.metrics) of one cell: those the fused kernel knows
-    (KERNEL_METRICS) from one pass over X and Y, the others from their own ``compute``. Stops
+    """The declared metrics (fastgt.metrics) of one cell: those named in KERNEL_METRICS from
+    the problem's ``metrics`` (one pass over X and Y), the others from their own ``compute``. Stops
     recording (status "diverged") once they blow up."""
 
     def __init__(self, algo, arrays, c, batch):

@@ -4,10 +4,11 @@ computed. Every trace column, cell-row column (plateau and ``final_``), Parquet 
 choice and the dense reference's list come from ``DECLARED``, in this order. Light to
 import: no numba. Definitions in full: docs/definitions.md.
 
-How a metric is computed: the fused metrics kernel (kernels/metrics.py: quadratic_metrics)
-fills the values it knows, named in its ``KERNEL_METRICS``, in one pass over X and Y; a
-metric it does not know gives ``compute(snapshot)``, a function of a ``Snapshot`` (numpy on the n x d
-iterates; a record happens every ``record_every`` steps, so a pass of its own is cheap).
+How a metric is computed: the problem's ``metrics`` (problems/base.py; for the quadratics
+one compiled pass, kernels/metrics.py: quadratic_metrics) fills the values named in
+``KERNEL_METRICS``; a metric it does not know gives ``compute(snapshot)``, a function of a
+``Snapshot`` (numpy on the n x d iterates; a record happens every ``record_every`` steps,
+so a pass of its own is cheap).
 """
 
 from __future__ import annotations

@@ -20,11 +20,11 @@ import numpy as np
 
 from ..config import cache_base
 
-#: the source files that decide the compiled code: the packages holding numba code (and
-#: templates: kernels/specialize.py), and
-#: config.py, which holds the compile flags (numba's own cache key has neither the flags
-#: nor other files: an edit to either would load stale machine code). Any edit there, even
-#: to pure Python such as algorithms/base.py, recompiles everything once.
+#: the source files that decide the compiled code: the packages holding numba code (the
+#: kernels, the algorithms' templates, the problems' hooks) and config.py, which holds the
+#: compile flags (numba's own cache key has neither the flags nor other files: an edit to
+#: either would load stale machine code). Any edit there, even to pure Python such as
+#: algorithms/base.py, recompiles everything once.
 SOURCES = ("kernels/*.py", "algorithms/*.py", "problems/*.py", "config.py")
 
 

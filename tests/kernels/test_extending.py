@@ -2,18 +2,12 @@
 registered as the doc says and checked like the built-in ones: against its dense twin
 (tests/reference.py), and the same bits on 1 and 2 threads and in a batch."""
 
-import re
-from pathlib import Path
-
 import example_d2
-import numpy as np
 import pytest
+from examples import assert_doc_shows, assert_same_bits_on_threads_and_in_a_batch
 from test_kernels import _check_against_reference, _x0
 
-import fastgt
 from fastgt.algorithms import ALGORITHMS
-
-DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
 
 
 @pytest.fixture
@@ -24,11 +18,7 @@ def d2(monkeypatch):
 
 
 def test_the_doc_shows_the_tested_module():
-    """The algorithm section's code is this module, word for word."""
-    text = DOC.read_text()
-    section = text[text.index("## An algorithm"):]
-    shown = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
-    assert shown.strip() == Path(example_d2.__file__).read_text().strip()
+    assert_doc_shows("## An algorithm", example_d2)
 
 
 @pytest.mark.usefixtures("one_numba_thread")
@@ -41,14 +31,6 @@ def test_example_matches_its_twin(d2, small_topology, problem, noise):
 
 
 def test_example_same_bits_on_threads_and_in_a_batch(d2):
-    W = fastgt.topology("torus", rows=6, cols=5)
-    kw = {"algorithm": d2, "problem": "hetero_quadratic", "noise": "gaussian", "d": 9,
-          "steps": 17, "record_every": 4}
-    one = fastgt.run(topology=W, threads=1, stepsize=0.05, seed=3, **kw)
-    two = fastgt.run(topology=W, threads=2, stepsize=0.05, seed=3, **kw)
-    batch = fastgt.run_batch([{"topology": W, "seed": s, "stepsize": 0.05} for s in (3, 4)],
-                             **kw)
-    for other in (two, batch[0]):
-        for key in one.state:
-            np.testing.assert_array_equal(one.state[key], other.state[key])
-        np.testing.assert_array_equal(one.trace.to_numpy(), other.trace.to_numpy())
+    assert_same_bits_on_threads_and_in_a_batch(
+        algorithm=d2, problem="hetero_quadratic", noise="gaussian", d=9, steps=17,
+        record_every=4, stepsize=0.05)

@@ -4,13 +4,11 @@ built-in ones: its objective and optimum against direct formulas, every algorith
 its dense twin (tests/reference.py) with exact and minibatch gradients, the same bits on 1
 and 2 threads and in a batch."""
 
-import re
-from pathlib import Path
-
 import example_least_squares as ex
 import numpy as np
 import pytest
 import reference as ref
+from examples import assert_doc_shows, assert_same_bits_on_threads_and_in_a_batch
 
 import fastgt
 from fastgt.algorithms import ALGORITHMS
@@ -19,7 +17,6 @@ from fastgt.problems import PROBLEMS
 
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
 STEPS, RECORD, GAMMA, RTOL = 23, 5, 0.05, 1e-10
 
 
@@ -32,11 +29,7 @@ def lsq(monkeypatch):
 
 
 def test_the_doc_shows_the_tested_module():
-    """The problem section's code is this module, word for word."""
-    text = DOC.read_text()
-    section = text[text.index("## A problem"):]
-    shown = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
-    assert shown.strip() == Path(ex.__file__).read_text().strip()
+    assert_doc_shows("## A problem", ex)
 
 
 def _f_loops(inst, x):
@@ -106,17 +99,9 @@ def test_every_algorithm_matches_its_twin(lsq, algorithm, noise, batch_size):
 
 
 def test_minibatch_same_bits_on_threads_and_in_a_batch(lsq):
-    W = fastgt.topology("torus", rows=6, cols=5)
-    kw = {"problem": fastgt.problem(lsq, samples=9, batch_size=2), "noise": "gaussian",
-          "d": 9, "steps": 17, "record_every": 4}
-    one = fastgt.run(topology=W, threads=1, stepsize=0.02, seed=3, **kw)
-    two = fastgt.run(topology=W, threads=2, stepsize=0.02, seed=3, **kw)
-    batch = fastgt.run_batch([{"topology": W, "seed": s, "stepsize": 0.02} for s in (3, 4)],
-                             **kw)
-    for other in (two, batch[0]):
-        for key in one.state:
-            np.testing.assert_array_equal(one.state[key], other.state[key])
-        np.testing.assert_array_equal(one.trace.to_numpy(), other.trace.to_numpy())
+    assert_same_bits_on_threads_and_in_a_batch(
+        problem=fastgt.problem(lsq, samples=9, batch_size=2), noise="gaussian", d=9,
+        steps=17, record_every=4, stepsize=0.02)
 
 
 def test_gradient_tracking_reaches_the_optimum_with_exact_gradients(lsq):

@@ -17,8 +17,9 @@ from . import metrics as M
 from .algorithms import Batch, Cell
 from .algorithms import algorithm as get_algorithm
 from .config import DIVERGE_FACTOR, SMALL_RUN
-from .errors import bad, check_choice, check_float, check_int
+from .errors import FastGTError, bad, check_choice, check_float, check_int
 from .kernels.metrics import KERNEL_METRICS
+from .params import PARAMS
 from .problems import make_noise
 from .problems import problem as get_problem
 from .runtime import numba_threads
@@ -98,7 +99,7 @@ class Plan:
 
 def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
             noise: str = "gaussian", d: int = 100, steps: int = 1000, record_every: int = 100,
-            parallel: str = "auto") -> Plan:
+            parallel: str = "auto", allow_unstable: bool = False) -> Plan:
     """Check every argument (one-line FastGTError) and build the problem instance; see
     fastgt.run_batch for their meaning."""
     t_start = time.perf_counter()
@@ -111,6 +112,12 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     if not cells:
         raise bad("cells", cells, "a non-empty list of dicts")
     parsed = [_parse_cell(c, noise, d) for c in cells]
+    if not PARAMS["allow_unstable"].validate("allow_unstable", allow_unstable) and algo.check:
+        for W in {id(c.W): c.W for c in parsed}.values():
+            reason = algo.check(W)
+            if reason:
+                raise FastGTError(f"{reason}; allowed: lazy=True ((W + I) / 2), or "
+                                  "allow_unstable=True to run it anyway")
     prob = spec.build(parsed[0].W.n, d)
     shared = {"algorithm": algo.name, "problem": spec.name,
               **{f"problem_{k}": v for k, v in spec.params.items() if np.isscalar(v)},
@@ -126,7 +133,7 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
     if threads is None and len(parsed) == 1 and parsed[0].W.n * prob.d < SMALL_RUN:
         threads = 1
     with numba_threads(threads) as nthreads:
-        batch = Batch(parsed, prob)
+        batch = Batch(parsed, prob, algo.mixing)
         arrays = algo.init(batch)
         recs = [_Recorder(algo, arrays, c, batch) for c in range(batch.C)]
         by_cells = parallel == "cells" or (parallel == "auto" and 1 < nthreads <= batch.C)

@@ -1,5 +1,5 @@
-"""Checks shared by docs/extending.md's worked examples (tests/kernels/example_d2.py,
-tests/problems/example_least_squares.py)."""
+"""Checks shared by docs/extending.md's worked examples (fastgt/algorithms/d2.py,
+tests/problems/example_least_squares.py) and the algorithms' tests."""
 
 import re
 from pathlib import Path

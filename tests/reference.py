@@ -48,11 +48,35 @@ def d2_step(s, W, oracle, gamma, t):
     return {"X": X, "G": G, "Z": 2 * X - s["X"] - gamma * (G - s["G"])}
 
 
+def extra_init(X, oracle, gamma):
+    return {"X": X, "G": oracle(X, 0), "H": None}
+
+
+def extra_step(s, W, oracle, gamma, t):
+    """EXTRA: X(1) = W X(0) - gamma G(0); X(t+2) = (I + W) X(t+1) - H(t+1) - gamma G(t+1)
+    with H(t+1) = (I + W)/2 X(t) - gamma G(t), the bracket of Shi et al.'s recursion."""
+    X, G = s["X"], s["G"]
+    WX = W @ X
+    Xn = WX - gamma * G if t == 0 else X + WX - s["H"] - gamma * G
+    return {"X": Xn, "G": oracle(Xn, t + 1), "H": 0.5 * (X + WX) - gamma * G}
+
+
+def centralized_init(X, oracle, gamma):
+    return {"X": np.tile(X.mean(axis=0), (X.shape[0], 1))}
+
+
+def centralized_step(s, W, oracle, gamma, t):
+    """xbar(t+1) = xbar(t) - gamma (1/n) sum_i g_i(xbar(t)) on every node (W unused)."""
+    X = s["X"]
+    xbar = X[0] - gamma * oracle(X, t).mean(axis=0)
+    return {"X": np.tile(xbar, (X.shape[0], 1))}
+
+
 #: an algorithm's twin is its dense update, a few lines each: init(X, oracle, gamma) -> the
 #: state at t = 0, step(state, W, oracle, gamma, t) -> the state at t + 1, where oracle(X, t) is
 #: the stochastic gradient of step t at X; states are dicts named like RunResult.state
-TWINS = {"gt": (gt_init, gt_step), "dsgd": (dsgd_init, dsgd_step),
-         "d2": (d2_init, d2_step)}  # d2: docs/extending.md's worked example
+TWINS = {"gt": (gt_init, gt_step), "dsgd": (dsgd_init, dsgd_step), "d2": (d2_init, d2_step),
+         "extra": (extra_init, extra_step), "centralized": (centralized_init, centralized_step)}
 
 
 def simulate(algorithm, Wd, grad, noise, gamma, x0, steps):

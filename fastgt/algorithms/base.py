@@ -77,12 +77,14 @@ class Batch:
     fastgt/kernels/steps.py); state arrays hold ``rows`` >= n rows (new_rows); ``real``
     gives the n x d values."""
 
-    def __init__(self, cells: list[Cell], problem):
+    def __init__(self, cells: list[Cell], problem, mixing: Callable | None = None):
         first = cells[0]
-        for cell in cells[1:]:
-            if not (np.array_equal(cell.W.indptr, first.W.indptr)
-                    and np.array_equal(cell.W.indices, first.W.indices)):
+        Ws = [mixing(c.W) if mixing else c.W for c in cells]  # what the kernels mix with
+        for W in Ws[1:]:
+            if not (np.array_equal(W.indptr, Ws[0].indptr)
+                    and np.array_equal(W.indices, Ws[0].indices)):
                 raise FastGTError("cells of a batch must share the sparsity pattern of W")
+        for cell in cells[1:]:
             if cell.noise.kind != first.noise.kind or cell.noise.uv.shape != first.noise.uv.shape:
                 raise FastGTError("cells of a batch must share the noise kind")
         self.cells, self.problem = cells, problem
@@ -105,9 +107,9 @@ class Batch:
         self.grads_scratch = aligned((C, nb, dp))  # a gradient row per block
         self.part = aligned((C, nb, 2, dp))  # per-block column sums
         self.means = aligned((C, 2, dp))  # column means of the mixed quantities
-        weights = np.ascontiguousarray([c.W.weights for c in cells], dtype=np.float64)
-        self.mix = Mixing(*pad_rows(first.W.indptr, first.W.indices, weights.reshape(C, -1)),
-                          np.array([c.W.mean_weight for c in cells], dtype=np.float64),
+        weights = np.ascontiguousarray([W.weights for W in Ws], dtype=np.float64)
+        self.mix = Mixing(*pad_rows(Ws[0].indptr, Ws[0].indices, weights.reshape(C, -1)),
+                          np.array([W.mean_weight for W in Ws], dtype=np.float64),
                           np.array([c.gamma for c in cells], dtype=np.float64))
         nz = first.noise
         self.oracle = Oracle(np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
@@ -174,6 +176,10 @@ class Algorithm:
       cell c (n rows, padded columns)
     - ``state(batch, arrays, cur, c, t) -> dict``: cell c's final arrays at step t, or
       functions computing them on first access (runner.LazyState)
+    - ``mixing(W) -> W'``: the matrix it mixes with, given a cell's topology (centralized:
+      the exact average), or None: the cell's own
+    - ``check(W) -> str | None``: why W is outside its stability condition (d2), refused
+      unless the run allows it (allow_unstable), or None
     The update equation is in the module docstring of each algorithm.
     """
 
@@ -186,6 +192,8 @@ class Algorithm:
     iterates: Callable
     state: Callable
     doc: str
+    mixing: Callable | None = None
+    check: Callable | None = None
 
     def __post_init__(self):
         if self.mixed not in (1, 2):  # the mean term keeps sums for S1 and S2 (Batch.part)

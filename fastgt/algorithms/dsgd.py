@@ -105,11 +105,14 @@ def alloc(batch: Batch) -> tuple:
     return Z2, Z2, batch.new_rows(batch.C, at=1024)  # S2 is unused
 
 
-def init(batch: Batch) -> tuple:
+def init(batch: Batch, at_mean: bool = False) -> tuple:
+    """at_mean: every node starts at the mean of the initial points (centralized)."""
     Z2, _, X = arrays = alloc(batch)
     for c, cell in enumerate(batch.cells):
         x, z, g = batch.used(X[c]), batch.used(Z2[c, 0]), batch.used(Z2[c, 1])
         initial_point(x, cell.x0, cell.seed, batch.d)
+        if at_mean:
+            x[:] = x.mean(axis=0)
         batch.grads(0, x, g, c)  # Z2[c, 1] holds g(0)
         np.multiply(g, -cell.gamma, out=z)
         z += x

@@ -55,7 +55,10 @@ GRID_FAMILIES = tuple(FAMILIES)
 #: scope; every one is a declared column of the results
 RUN_PARAMS, TOPOLOGY_PARAMS, PROBLEM_PARAMS = (scoped(s) for s in ("run", "topology", "problem"))
 #: defaults of the run parameters (those of fastgt.run); topology is required
-RUN_DEFAULTS = {k: p.default for k, p in RUN_PARAMS.items() if k != "topology"}
+#: (a parameter without a default, allow_unstable, is in a cell only when set: the ids of
+#: cells that do not set it stay those of the sweeps from before it existed)
+RUN_DEFAULTS = {k: p.default for k, p in RUN_PARAMS.items()
+                if k != "topology" and p.default is not None}
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ takes at most ``max_batch`` cells, at most its share of the group (so that every
 gets some) and at most ``seconds`` of estimated run time, but always one cell.
 
 A cell's estimate (:func:`estimate`): its loop, ``steps x (STEP_S + n (ROW_S + d
-ELEM_S))`` on one thread (ELEM_S by algorithm plus NOISE_S by noise; divided by the
-threads), plus CELL_S for the rest. The :class:`Planner` calibrates it with the wall times
+ELEM_S))`` on one thread (ELEM_S: MIX_S per mix of the algorithm's step plus NOISE_S by
+noise; divided by the threads), plus CELL_S for the rest. The :class:`Planner` calibrates it with the wall times
 of the finished tasks of the sweep: estimates are scaled by measured / estimated seconds of
 the latest finished task of the cell's own group, or of any group before one of its own
 has finished. The latest, not a running total: a worker's first task also pays its
@@ -31,12 +31,13 @@ MAX_BATCH = 16
 TASK_SECONDS = 4.0
 
 #: one thread, per cell: seconds per step, per node-step and per node-dimension-step
-#: (algorithm, then noise); measured on a Zen 3 core: GT 3.1 ns per node-dimension-step
-#: with structured or no noise, 4.8-6.5 with Gaussian noise; D-SGD 1.5 and 4.9; tiny
-#: cells (n = 8-30, d <= 8) 2-4 us per step, and d = 1 about 0.1 us per node-step
+#: (per mix of the algorithm, then noise); measured on a Zen 3 core: GT (2 mixes) 3.1 ns per
+#: node-dimension-step with structured or no noise, 4.8-6.5 with Gaussian noise; D-SGD
+#: (1 mix) 1.5 and 4.9; tiny cells (n = 8-30, d <= 8) 2-4 us per step, and d = 1 about
+#: 0.1 us per node-step
 STEP_S = 2e-6
 ROW_S = 1e-7
-ELEM_S = {"gt": 3e-9, "dsgd": 1.5e-9}
+MIX_S = 1.5e-9
 NOISE_S = {"gaussian": 2.5e-9, "structured": 0.0, "none": 0.0}
 #: seconds per cell besides its loop: build, spectrum, theory, writing the files
 CELL_S = 0.01
@@ -49,7 +50,9 @@ def estimate(params: dict, threads: int = 1, steps: int | None = None) -> float:
     """Uncalibrated seconds of a cell (canonical parameters) on ``threads`` threads;
     ``steps`` replaces the cell's own count (a diverged task stops early)."""
     n = params.get("n") or params.get("rows", 0) * params.get("cols", 0) or UNKNOWN_N
-    elem = ELEM_S[params["algorithm"]] + NOISE_S[params["noise"]]
+    from ..algorithms import ALGORITHMS  # numba: only where cells are planned
+
+    elem = MIX_S * ALGORITHMS[params["algorithm"]].costs.mixes + NOISE_S[params["noise"]]
     per_step = STEP_S + n * (ROW_S + params["d"] * elem)
     return CELL_S + (params["steps"] if steps is None else steps) * per_step / threads
 

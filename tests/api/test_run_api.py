@@ -177,7 +177,27 @@ def test_algorithm_specs_say_their_update_and_costs():
         calls.clear()
         counting = Counting(W)
         step(s, counting, oracle, 0.1, 1)
-        assert (spec.costs.mixes, spec.costs.grad_evals) == (counting.count, len(set(calls))), name
+        # an algorithm with its own mixing (centralized: the exact average) ignores W
+        mixes = counting.count if spec.mixing is None else 1
+        assert counting.count == 0 or spec.mixing is None, name
+        assert (spec.costs.mixes, spec.costs.grad_evals) == (mixes, len(set(calls))), name
         assert spec.costs.comm_rounds == 1, name
     with pytest.raises(FastGTError, match="algorithm='extra2' is invalid: allowed one of 'gt'"):
         fastgt.algorithm("extra2")
+
+
+def test_d2_refuses_a_topology_below_its_stability_condition():
+    """Tang et al.: D² needs lambda_n(W) > -1/3. Below it (a torus 4 x 5: -0.52) fastgt.run
+    refuses, naming the value; the lazy matrix (lambda_n >= 0) runs, and allow_unstable=True
+    runs the unstable one (whose divergence is then recorded). The even ring with self
+    weight 1/3 sits exactly on -1/3 and is allowed."""
+    torus = fastgt.topology("torus", rows=4, cols=5)
+    kw = {"algorithm": "d2", "d": 3, "steps": 5, "record_every": 5}
+    with pytest.raises(FastGTError, match=r"d2 needs lambda_n\(W\) > -1/3: this topology has "
+                                          r"lambda_n = -0\.523607; allowed: lazy=True"):
+        fastgt.run(topology=torus, **kw)
+    fastgt.run(topology=fastgt.topology("torus", rows=4, cols=5, lazy=True), **kw)
+    fastgt.run(topology=torus, allow_unstable=True, **kw)
+    fastgt.run(topology=fastgt.topology("ring", n=12), **kw)
+    with pytest.raises(FastGTError, match="allow_unstable='yes' is invalid: allowed true or false"):
+        fastgt.run(topology=torus, allow_unstable="yes", **kw)

@@ -383,3 +383,21 @@ def test_problem_parameters_from_the_command_line():
     assert res.exit_code == 0, res.output
     one_error(invoke("run", *TINY, "--L", "2"), 2,
               "L does not apply to problem 'quadratic': allowed no parameters")
+
+
+def test_d2_below_its_stability_condition_is_refused_with_the_remedies(tmp_path):
+    """A torus 4 x 5 has lambda_n = -0.52 < -1/3: d2 is refused in one line naming lambda_n
+    and both remedies (exit 2); --lazy or --allow-unstable run."""
+    torus = ["--topology", "torus", "--rows", "4", "--cols", "5", "--d", "3", "--steps", "20",
+             "--record-every", "5", "--quiet", "--algorithm", "d2"]
+    one_error(invoke("run", *torus), 2, "d2 needs lambda_n(W) > -1/3", "lambda_n = -0.523607",
+              "lazy=True", "allow_unstable=True")
+    assert invoke("run", *torus, "--lazy").exit_code == 0
+    assert invoke("run", *torus, "--allow-unstable").exit_code in (0, 3)  # 3: diverged
+    spec = tmp_path / "g.toml"
+    spec.write_text('[run]\ntopology = "torus"\nrows = 4\ncols = 5\nd = 3\nsteps = 20\n'
+                    'record_every = 5\nalgorithm = "d2"\nallow_unstable = true\n')
+    res = invoke("grid", spec, "--out", tmp_path / "out", "--workers", "1")
+    assert res.exit_code == 0, res.output
+    cells = pd.read_parquet(tmp_path / "out" / "cells")
+    assert cells["allow_unstable"].tolist() == [True] and cells["error"].isna().all()

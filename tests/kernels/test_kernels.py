@@ -36,24 +36,26 @@ def _assert_state_close(actual, expected):
 
 
 def _assert_trace_close(trace, expected, has_y):
-    """Each metric to RTOL relative, or to 1e-12 of its largest value in the run: a metric
-    that shrank by orders of magnitude (consensus on `complete` is ~1e-32 after step 1) is
-    the difference of nearly equal numbers and only agrees in absolute terms."""
+    """Each metric to RTOL relative, or to 1e-12 of its largest value in the run, or below
+    1e-28: a metric that shrank by orders of magnitude (consensus on `complete` is ~1e-32
+    after step 1) is the difference of nearly equal numbers and only agrees in absolute
+    terms, and one that is zero but for rounding (centralized's consensus: squared
+    differences of O(1) numbers at 1e-16 each) agrees with nothing."""
     np.testing.assert_array_equal(trace["step"].to_numpy(), expected[:, 0])
     for col, m in enumerate(METRICS, start=1):
         got, want = trace[m].to_numpy(), expected[:, col]
         if m == "tracking" and not has_y:
             assert np.all(np.isnan(got))
             continue
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-12 * np.max(np.abs(want)),
-                                   err_msg=m)
+        np.testing.assert_allclose(got, want, rtol=RTOL,
+                                   atol=max(1e-12 * np.max(np.abs(want)), 1e-28), err_msg=m)
 
 
 def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=None, seed=5):
     """Run fastgt, replay the run with the reference, compare state and every trace row."""
     res = fastgt.run(algorithm=algorithm, topology=W, problem=problem, noise=noise,
                      sigma2=sigma2, d=d, stepsize=GAMMA, steps=STEPS, record_every=RECORD,
-                     seed=seed, x0=x0)
+                     seed=seed, x0=x0, allow_unstable=True)  # d2 on a torus: short runs
     if x0 is None:  # the default x0 of the seed
         x0 = ref.default_x0(seed, W.n, d)
     inst = fastgt.problem(problem).build(W.n, d)

@@ -1,8 +1,11 @@
-"""D² (Tang et al. 2018): the worked example of docs/extending.md, an algorithm module as
-it would sit in fastgt/algorithms/ (tests/kernels/test_extending.py registers and checks it).
+"""D² (Tang et al. 2018), docs/extending.md's worked example of an algorithm.
 
     X(1) = W (X(0) - gamma G(0))
     X(t+1) = W (2 X(t) - X(t-1) - gamma (G(t) - G(t-1)))
+
+On the lazy matrix (W + I) / 2 this is Exact Diffusion (Yuan et al. 2019). It needs
+lambda_n(W) > -1/3 (Tang et al.): fastgt refuses a topology below that unless the run
+says allow_unstable=True.
 
 Run on Z(t) = 2 X(t) - X(t-1) - gamma (G(t) - G(t-1)), Z(0) = X(0) - gamma G(0), so that
 X(t+1) = W Z(t). State: Z double-buffered and mixed (S1), G (S2, its first buffer), X (S3).
@@ -15,16 +18,16 @@ from collections import namedtuple
 
 import numpy as np
 
-from fastgt.algorithms.base import Algorithm, Costs, initial_point
-from fastgt.config import BLOCK_FLAGS, INLINE_FLAGS
-from fastgt.kernels.mixing import column_means, mix_row
-from fastgt.kernels.oracles import grad_row
-from fastgt.kernels.specialize import template
-from fastgt.kernels.steps import sweep
+from ..config import BLOCK_FLAGS, INLINE_FLAGS
+from ..kernels.mixing import column_means, mix_row
+from ..kernels.oracles import grad_row
+from ..kernels.specialize import template
+from ..kernels.steps import sweep
+from .base import Algorithm, Costs, initial_point
 
 #: cell c's views: Z now and next, G, X, a gradient row per block, the next buffer of the
 #: mixed array
-View = namedtuple("View", "Z Zn G X GS mixed")
+View = namedtuple("View", "Z Zn G X GS mixed", module=__name__)
 
 
 @template(**INLINE_FLAGS)
@@ -73,5 +76,14 @@ def state(batch, arrays, cur, c, t):
     return {"X": batch.real(X[c]), "G": batch.real(G2[c, 0]), "Z": batch.real(Z2[c, cur])}
 
 
-ALGORITHM = Algorithm("d2", (blocks, update), 1, Costs(mixes=1, grad_evals=1, comm_rounds=1), alloc,
-                      init, iterates, state, doc=__doc__)
+def check(W):
+    """Tang et al.'s condition lambda_n(W) > -1/3 (equality, as on an even ring with self
+    weight 1/3, is allowed: rounding must not refuse it)."""
+    lam = W.spectrum().lambda_n
+    if lam < -1 / 3 - 1e-12:
+        return f"d2 needs lambda_n(W) > -1/3: this topology has lambda_n = {lam:.6g}"
+    return None
+
+
+ALGORITHM = Algorithm("d2", (blocks, update), 1, Costs(mixes=1, grad_evals=1, comm_rounds=1),
+                      alloc, init, iterates, state, doc=__doc__, check=check)

@@ -14,4 +14,4 @@ def test_same_bits_on_threads_and_in_a_batch():
     for algorithm in ("d2", "extra", "centralized"):
         assert_same_bits_on_threads_and_in_a_batch(
             algorithm=algorithm, problem="hetero_quadratic", noise="gaussian", d=9, steps=17,
-            record_every=4, stepsize=0.05)
+            record_every=4, stepsize=0.05, allow_unstable=True)  # d2 on a torus: 17 steps

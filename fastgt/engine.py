@@ -52,9 +52,18 @@ class LazyState(Mapping):
         return f"LazyState({list(self._values)})"
 
 
+def cost_counts(step: np.ndarray, algorithm: str, local_steps: int) -> tuple:
+    """Cumulative communication rounds and gradient evaluations per node after ``step``
+    steps (the algorithm's Costs): rounds on the communicating steps only (every
+    local_steps-th), gradients on every step plus the initial one."""
+    costs = get_algorithm(algorithm).costs
+    return (costs.comm_rounds * (step // local_steps), costs.grad_evals * (step + 1))
+
+
 @dataclass(eq=False)
 class RunResult:
-    """``trace``: one row per record (step + METRICS); ``summary``: finals, plateaus, status.
+    """``trace``: one row per record (step, comm_rounds, grad_evals, METRICS); ``summary``:
+    finals, plateaus, status.
 
     ``records`` holds the trace's numbers, (records, 1 + len(metrics)); the pandas
     DataFrame ``trace`` is built from it on first access (so that a run needs no pandas).
@@ -75,6 +84,10 @@ class RunResult:
 
         df = pd.DataFrame(self.records, columns=("step",) + M.METRICS)
         df["step"] = df["step"].astype(np.int64)
+        comm, grads = cost_counts(df["step"].to_numpy(), self.config["algorithm"],
+                                  self.config["local_steps"])
+        df.insert(1, "comm_rounds", comm)
+        df.insert(2, "grad_evals", grads)
         return df
 
     def __repr__(self) -> str:
@@ -99,7 +112,7 @@ class Plan:
 
 def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
             noise: str = "gaussian", d: int = 100, steps: int = 1000, record_every: int = 100,
-            parallel: str = "auto", allow_unstable: bool = False) -> Plan:
+            parallel: str = "auto", local_steps: int = 1, allow_unstable: bool = False) -> Plan:
     """Check every argument (one-line FastGTError) and build the problem instance; see
     fastgt.run_batch for their meaning."""
     t_start = time.perf_counter()
@@ -107,6 +120,8 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     d = check_int("d", d, 1)
     steps = check_int("steps", steps, 1)
     record_every = check_int("record_every", record_every, 1)
+    local_steps = 1 if local_steps is None else PARAMS["local_steps"].validate("local_steps",
+                                                                               local_steps)
     check_choice("parallel", parallel, ("auto", "cells", "blocks"))
     spec = get_problem(problem)
     if not cells:
@@ -121,7 +136,8 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     prob = spec.build(parsed[0].W.n, d)
     shared = {"algorithm": algo.name, "problem": spec.name,
               **{f"problem_{k}": v for k, v in spec.params.items() if np.isscalar(v)},
-              "noise": noise, "d": d, "steps": steps, "record_every": record_every}
+              "noise": noise, "d": d, "steps": steps, "record_every": record_every,
+              "local_steps": local_steps}
     return Plan(algo, parsed, prob, shared, steps, record_every, parallel, t_start)
 
 
@@ -133,7 +149,7 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
     if threads is None and len(parsed) == 1 and parsed[0].W.n * prob.d < SMALL_RUN:
         threads = 1
     with numba_threads(threads) as nthreads:
-        batch = Batch(parsed, prob, algo.mixing)
+        batch = Batch(parsed, prob, algo.mixing, shared["local_steps"])
         arrays = algo.init(batch)
         recs = [_Recorder(algo, arrays, c, batch) for c in range(batch.C)]
         by_cells = parallel == "cells" or (parallel == "auto" and 1 < nthreads <= batch.C)

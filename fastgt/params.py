@@ -120,6 +120,8 @@ _DECLARED = [
           default=100),
     Param("seed", int, "run", "seed of the noise and of the initial point", _int(0, 2**63 - 1),
           default=0, per_cell=True),
+    Param("local_steps", int, "run", "communicate on every k-th step only, W = I on the others "
+          "(the paper's local steps; default 1)", _int(1)),
     Param("allow_unstable", bool, "run", "run an algorithm on a topology outside its stability "
           "condition (d2: lambda_n(W) > -1/3) and let the divergence be recorded"),
     # ------------------------------------------------------------- topology

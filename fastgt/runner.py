@@ -16,8 +16,8 @@ __all__ = ["CELL_KEYS", "METRICS", "RunResult", "run", "run_batch"]
 def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, problem="quadratic",
         noise: str = "gaussian", sigma2: float = 1.0, d: int = 100, stepsize: float = 0.01,
         steps: int = 1000, record_every: int = 100, seed: int = 0, x0=None,
-        threads: int | None = None, progress=None, allow_unstable: bool = False,
-        **params) -> RunResult:
+        threads: int | None = None, progress=None, local_steps: int = 1,
+        allow_unstable: bool = False, **params) -> RunResult:
     """Simulate ``algorithm`` ("gt" | "dsgd") on mixing matrix ``topology``.
 
     topology: a MixingMatrix (``fastgt.topology(...)``) or a family name with its parameters
@@ -29,6 +29,8 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     N(0, 1) from ``seed``). threads: numba threads (default: all, or 1 for runs below
     ``config.SMALL_RUN`` node-dimensions, where a second thread slows each step down; the
     numbers never depend on it). progress: optional callable(steps_done) after each record.
+    local_steps: communicate on every k-th step only (t + 1 divisible by k), mixing with
+    the identity on the others (the paper's local-step relaxation).
     allow_unstable: run even on a topology outside the algorithm's stability condition
     (d2 needs lambda_n(W) > -1/3; refused otherwise), recording the divergence.
     A parameter that neither the topology nor the problem takes is refused by name.
@@ -38,13 +40,13 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     cell = {"topology": topology, "stepsize": stepsize, "sigma2": sigma2, "seed": seed, "x0": x0}
     return run_batch([cell], algorithm=algorithm, problem=problem, noise=noise, d=d, steps=steps,
                      record_every=record_every, threads=threads, progress=progress,
-                     allow_unstable=allow_unstable)[0]
+                     local_steps=local_steps, allow_unstable=allow_unstable)[0]
 
 
 def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
               noise: str = "gaussian", d: int = 100, steps: int = 1000, record_every: int = 100,
               threads: int | None = None, progress=None, parallel: str = "auto",
-              allow_unstable: bool = False) -> list[RunResult]:
+              local_steps: int = 1, allow_unstable: bool = False) -> list[RunResult]:
     """Several runs advanced together by one compiled loop; results equal ``run``'s bit for bit.
 
     Each cell is a dict with ``topology`` (a MixingMatrix) and optionally ``stepsize``,
@@ -55,6 +57,6 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     cells as threads). The choice changes the speed, never the numbers.
     """
     plan = prepare(cells, algorithm, problem, noise, d, steps, record_every, parallel,
-                   allow_unstable)
+                   local_steps, allow_unstable)
     ensure_warm()  # after the checks: a typo never waits for a compile
     return execute(plan, threads, progress)

@@ -66,10 +66,13 @@ def centralized_init(X, oracle, gamma):
 
 
 def centralized_step(s, W, oracle, gamma, t):
-    """xbar(t+1) = xbar(t) - gamma (1/n) sum_i g_i(xbar(t)) on every node (W unused)."""
-    X = s["X"]
-    xbar = X[0] - gamma * oracle(X, t).mean(axis=0)
-    return {"X": np.tile(xbar, (X.shape[0], 1))}
+    """xbar(t+1) = xbar(t) - gamma (1/n) sum_i g_i(xbar(t)) on every node: the exact
+    average whatever W, but on a local step (W = I, local_steps) each node keeps its own
+    x_i - gamma g_i (local SGD)."""
+    X = s["X"] - gamma * oracle(s["X"], t)
+    if isinstance(W, np.ndarray) and np.array_equal(W, np.eye(len(W))):
+        return {"X": X}
+    return {"X": np.tile(X.mean(axis=0), (X.shape[0], 1))}
 
 
 #: an algorithm's twin is its dense update, a few lines each: init(X, oracle, gamma) -> the
@@ -79,10 +82,11 @@ TWINS = {"gt": (gt_init, gt_step), "dsgd": (dsgd_init, dsgd_step), "d2": (d2_ini
          "extra": (extra_init, extra_step), "centralized": (centralized_init, centralized_step)}
 
 
-def simulate(algorithm, Wd, grad, noise, gamma, x0, steps):
+def simulate(algorithm, Wd, grad, noise, gamma, x0, steps, local_steps=1):
     """The states of ``algorithm`` (a key of TWINS) for t = 0..steps: W dense, the gradient
     of step t at X grad(X) + noise(t), or grad(X, t) + noise(t) when ``grad`` takes the
-    step (a sampled gradient, e.g. a minibatch)."""
+    step (a sampled gradient, e.g. a minibatch). With local steps k, step t (from t to
+    t + 1) mixes with W when k divides t + 1 and with the identity otherwise."""
     init, step = TWINS[algorithm]
     sampled = grad.__code__.co_argcount - inspect.ismethod(grad) == 2
 
@@ -90,8 +94,10 @@ def simulate(algorithm, Wd, grad, noise, gamma, x0, steps):
         return (grad(X, t) if sampled else grad(X)) + noise(t)
 
     states = [init(np.array(x0, dtype=float), oracle, gamma)]
+    I = np.eye(len(Wd))
     for t in range(steps):
-        states.append(step(states[-1], Wd, oracle, gamma, t))
+        states.append(step(states[-1], Wd if (t + 1) % local_steps == 0 else I, oracle, gamma,
+                           t))
     return states
 
 

@@ -58,6 +58,36 @@ def initial_point(out: np.ndarray, x0, seed: int, d: int) -> None:
     out[:, :d] = x0
 
 
+def schedule(mats: list[list], gamma: np.ndarray, local: int) -> Mixing:
+    """The kernels' Mixing of C cells: cell c mixes with mats[c][0], mats[c][1], ... in
+    turn (P matrices; the cells' p-th ones share one sparsity pattern), communicating every
+    ``local`` steps and with the identity in between (kernels/steps.py: mixing_of)."""
+    C, n = len(mats), mats[0][0].n
+    rows = []  # per matrix of the schedule: (indptr, indices, weights (C, e), beta (C,))
+    for p in range(len(mats[0])):
+        ref = mats[0][p]
+        for m in mats[1:]:
+            if not (np.array_equal(m[p].indptr, ref.indptr)
+                    and np.array_equal(m[p].indices, ref.indices)):
+                raise FastGTError("cells of a batch must share the sparsity pattern of W")
+        w = np.ascontiguousarray([m[p].weights for m in mats], dtype=np.float64)
+        rows.append((*pad_rows(ref.indptr, ref.indices, w.reshape(C, -1)),
+                     [m[p].mean_weight for m in mats]))
+    ref = mats[0][0]
+    rows.append((np.arange(n + 1, dtype=ref.indptr.dtype), np.arange(n, dtype=ref.indices.dtype),
+                 np.ones((C, n)), [0.0] * C))  # the identity: local steps
+    e = max(len(r[1]) for r in rows)
+    indptr = np.stack([r[0] for r in rows])
+    indices = np.zeros((len(rows), e), dtype=ref.indices.dtype)
+    weights = np.zeros((C, len(rows), e))
+    for p, (_, ix, w, _) in enumerate(rows):
+        indices[p, :len(ix)] = ix
+        weights[:, p, :len(ix)] = w
+    beta = np.ascontiguousarray(np.array([r[3] for r in rows], dtype=np.float64).T)
+    return Mixing(indptr, indices, weights, beta, (beta != 0.0).any(axis=1), gamma,
+                  int(local))
+
+
 @dataclass(eq=False)
 class Cell:
     """What may differ between the cells of a batch."""
@@ -77,13 +107,10 @@ class Batch:
     fastgt/kernels/steps.py); state arrays hold ``rows`` >= n rows (new_rows); ``real``
     gives the n x d values."""
 
-    def __init__(self, cells: list[Cell], problem, mixing: Callable | None = None):
+    def __init__(self, cells: list[Cell], problem, mixing: Callable | None = None,
+                 local_steps: int = 1):
         first = cells[0]
         Ws = [mixing(c.W) if mixing else c.W for c in cells]  # what the kernels mix with
-        for W in Ws[1:]:
-            if not (np.array_equal(W.indptr, Ws[0].indptr)
-                    and np.array_equal(W.indices, Ws[0].indices)):
-                raise FastGTError("cells of a batch must share the sparsity pattern of W")
         for cell in cells[1:]:
             if cell.noise.kind != first.noise.kind or cell.noise.uv.shape != first.noise.uv.shape:
                 raise FastGTError("cells of a batch must share the noise kind")
@@ -107,10 +134,8 @@ class Batch:
         self.grads_scratch = aligned((C, nb, dp))  # a gradient row per block
         self.part = aligned((C, nb, 2, dp))  # per-block column sums
         self.means = aligned((C, 2, dp))  # column means of the mixed quantities
-        weights = np.ascontiguousarray([W.weights for W in Ws], dtype=np.float64)
-        self.mix = Mixing(*pad_rows(Ws[0].indptr, Ws[0].indices, weights.reshape(C, -1)),
-                          np.array([W.mean_weight for W in Ws], dtype=np.float64),
-                          np.array([c.gamma for c in cells], dtype=np.float64))
+        gamma = np.array([c.gamma for c in cells], dtype=np.float64)
+        self.mix = schedule([[W] for W in Ws], gamma, local_steps)
         nz = first.noise
         self.oracle = Oracle(np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                              np.array([c.noise.scale for c in cells], dtype=np.float64),

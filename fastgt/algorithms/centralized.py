@@ -7,7 +7,8 @@ every node holds xbar, and
 with g_i node i's stochastic gradient (each node still draws its own noise, so the step
 averages n of them). It is D-SGD (same kernels) with W = (1/n) 1 1^T whatever the cell's
 topology, started at the mean: x(t+1) = J (x(t) - gamma g(t)). The topology still shapes
-structured noise (Setup B's modes are its eigenvectors).
+structured noise (Setup B's modes are its eigenvectors). With local_steps = k it is local
+SGD: each node takes k - 1 steps on its own, then all average.
 
 Per step: 1 mix (an exact average: one all-reduce, one communication round), 1 gradient
 evaluation.

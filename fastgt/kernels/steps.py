@@ -19,7 +19,13 @@ and read by field name:
              (C, nb, 2, d) and means (C, 2, d): block column sums and column means of the
              mixed arrays (d here is the padded row width, Batch.dp; the oracle's d is the
              problem's)
-    mix    = Mixing(indptr, indices, weights (C, nnz), beta (C,), gamma (C,))
+    mix    = Mixing(indptr (P + 1, n + 1), indices (P + 1, e), weights (C, P + 1, e),
+                    beta (C, P + 1), mean (C,), gamma (C,), local)
+             the cells' mixing schedule, P matrices of one sparsity pattern each (one for a
+             static topology) and, last, the identity: step t communicates when
+             local divides t, with matrix ((t / local) - 1) mod P (mixing_of), and mixes
+             with the identity otherwise (local steps); mean[c]: whether any of cell c's
+             matrices has a mean term (its sums are kept every step)
     oracle = Oracle(seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, data)
              xi: the shared draws of each cell's current and previous step (shared_row);
              data: the problem's arrays (its family's namedtuple, kernels/oracles.py)
@@ -50,7 +56,7 @@ from .specialize import template
 
 #: the kernels' bundles (fields: module docstring)
 State = namedtuple("State", "S1 S2 S3 scratch grads part means", module=__name__)
-Mixing = namedtuple("Mixing", "indptr indices weights beta gamma", module=__name__)
+Mixing = namedtuple("Mixing", "indptr indices weights beta mean gamma local", module=__name__)
 Oracle = namedtuple("Oracle", "seed kind scale xi uv dv d data", module=__name__)
 #: cell c's mixing, as a row update reads it: W's CSR pattern, the cell's weights (nnz,),
 #: mean weight and stepsize, the column means (dp,) of the first and second mixed arrays
@@ -77,6 +83,15 @@ def step_begin(c, t, oracle):
 
 
 @njit(**INLINE_FLAGS)
+def mixing_of(mix, t):
+    """The matrix of step t (the step that makes iterate t, t >= 1) in mix's schedule."""
+    P = mix.indptr.shape[0] - 1  # the last one is the identity
+    if t % mix.local != 0:
+        return P
+    return (t // mix.local - 1) % P
+
+
+@njit(**INLINE_FLAGS)
 def sweep(row, view, c, t, b0, b1, last, state, mix, oracle):
     """Step t of cell c on row blocks [b0, b1), the loop every algorithm shares: per row i,
     node i's noise (gaussian noise drawn now), then the algorithm's update of row i,
@@ -89,13 +104,15 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle):
     metrics read must then be written). ``row`` is inlined: one loop, as if written in
     place. An algorithm's block function calling this is compiled with BLOCK_FLAGS
     (config.py: no reference counting)."""
-    n = mix.indptr.shape[0] - 1  # the state may have more (zero) rows: Batch.rows
+    n = mix.indptr.shape[1] - 1  # the state may have more (zero) rows: Batch.rows
     nb = state.scratch.shape[1]
     pc = state.part[c]
     kind, uv, sc, d = oracle.kind, oracle.uv, oracle.scale[c], oracle.d
     structured = kind == STRUCTURED
-    cm = CellMix(mix.indptr, mix.indices, mix.weights[c], mix.beta[c], mix.gamma[c],
-                 state.means[c, 0], state.means[c, 1])
+    p = mixing_of(mix, t)
+    cm = CellMix(mix.indptr[p], mix.indices[p], mix.weights[c, p], mix.beta[c, p],
+                 mix.gamma[c], state.means[c, 0], state.means[c, 1])
+    sums = mix.mean[c]  # the next step's mean term may need them
     co = CellOracle(kind, oracle.xi if structured else state.scratch[c], shared_row(c, t - 1),
                     oracle.dv, d, oracle.data)
     tkey = cell_key(oracle.seed[c], t)
@@ -105,7 +122,7 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle):
     for b in range(b0, b1):
         lo, hi = block_range(b, nb, n)
         rn = rs if structured else b
-        if cm.beta != 0.0:
+        if sums:
             zero_rows(pc, b, 0, nm)
         for i in range(lo, hi):
             if structured:
@@ -114,7 +131,7 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle):
             if kind == GAUSSIAN:
                 fill_normals(key, co.N, b, sc, d)
             row(view, cm, co, Node(i, b, rn, v, u, key), last)
-            if cm.beta != 0.0:
+            if sums:
                 for q in range(nm):
                     add_row(pc, b, q, view.mixed[q], i)
 
@@ -122,8 +139,8 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle):
 @njit(**NJIT_FLAGS)
 def step_end(c, mixed, state, mix):
     """Mean term of the next step: block sums of the ``mixed`` arrays reduced in block order."""
-    if mix.beta[c] != 0.0:
-        n = mix.indptr.shape[0] - 1
+    if mix.mean[c]:
+        n = mix.indptr.shape[1] - 1
         for q in range(mixed):
             reduce_blocks(state.part[c], q, state.means[c, q], n)
 

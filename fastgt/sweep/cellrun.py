@@ -34,6 +34,7 @@ def run_arguments(params: dict, topologies: dict | None = None) -> dict:
     keys = ("algorithm", "noise", "sigma2", "d", "stepsize", "steps", "record_every", "seed")
     return {"topology": cell_topology(params, topologies), "problem": cell_problem(params),
             **{k: params[k] for k in keys},
+            "local_steps": params.get("local_steps", 1),
             "allow_unstable": params.get("allow_unstable", False)}
 
 
@@ -72,7 +73,8 @@ def run_cells(plist: list[dict], threads: int = 1) -> list[tuple[dict, object, d
     todo = [c for c in cells if c.kwargs is not None]
     if len(todo) > 1:
         shared = {k: todo[0].kwargs[k] for k in ("algorithm", "problem", "noise", "d", "steps",
-                                                  "record_every", "allow_unstable")}
+                                                  "record_every", "local_steps",
+                                                  "allow_unstable")}
         try:
             results = run_batch([{k: c.kwargs[k] for k in ("topology", "stepsize", "sigma2", "seed")}
                                  for c in todo], threads=threads, **shared)

@@ -54,7 +54,9 @@ CELL_SCHEMA = pa.schema(
        pa.field("threads", pa.int64()), pa.field("error", pa.string())])
 #: declared columns of DIR/traces/*.parquet
 TRACE_SCHEMA = pa.schema([pa.field("id", pa.string()), *_PARAM_FIELDS,
-                          pa.field("step", pa.int64()), *[pa.field(m, _F64) for m in METRICS]])
+                          pa.field("step", pa.int64()), pa.field("comm_rounds", pa.int64()),
+                          pa.field("grad_evals", pa.int64()),
+                          *[pa.field(m, _F64) for m in METRICS]])
 #: integer columns read back as pandas' nullable Int64: a parameter that only some cells
 #: have (rows, graph_seed, ...) would otherwise come back as float64, and seeds beyond 2^53
 #: would lose digits on the way

@@ -25,7 +25,7 @@ def test_every_consumer_follows_the_declaration():
         got = theory.stationary(W, "gt", 0.05, noise=noise, d=4)
         assert tuple(got) == M.THEORY_METRICS and all(np.isfinite(list(got.values())))
     res = fastgt.run(topology="ring", n=8, d=3, steps=4, record_every=2)
-    assert tuple(res.trace.columns) == ("step", *names)
+    assert tuple(res.trace.columns) == ("step", "comm_rounds", "grad_evals", *names)
     assert all(m in res.summary and f"final_{m}" in res.summary for m in names)
 
 

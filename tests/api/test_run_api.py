@@ -68,9 +68,11 @@ def test_trace_layout(algorithm, steps, every):
     res = fastgt.run(**{**GOOD, "algorithm": algorithm, "steps": steps, "record_every": every},
                      progress=calls.append)
     tr = res.trace
-    assert list(tr.columns) == ["step", *METRICS]
+    assert list(tr.columns) == ["step", "comm_rounds", "grad_evals", *METRICS]
     assert tr["step"].dtype == np.int64
     assert tr["step"].tolist() == _trace_steps(steps, every)
+    # GT: X and Y go out in one round per step, one gradient per step and the initial one
+    assert (tr["comm_rounds"] == tr["step"]).all() and (tr["grad_evals"] == tr["step"] + 1).all()
     assert calls == tr["step"].tolist()[1:]
     assert tr[["loss_avg", "loss_nodes", "consensus", "grad_norm2"]].notna().all().all()
     assert tr["tracking"].isna().all() == (algorithm == "dsgd")

@@ -401,3 +401,21 @@ def test_d2_below_its_stability_condition_is_refused_with_the_remedies(tmp_path)
     assert res.exit_code == 0, res.output
     cells = pd.read_parquet(tmp_path / "out" / "cells")
     assert cells["allow_unstable"].tolist() == [True] and cells["error"].isna().all()
+
+
+def test_local_steps_from_a_grid_file_and_its_cost_columns(tmp_path):
+    """local_steps as a grid axis: a column of the cells (absent, i.e. 1, when not set),
+    and the traces count communication rounds on every k-th step only."""
+    spec = tmp_path / "g.toml"
+    spec.write_text(SPEC + "[[grid]]\nlocal_steps = [1, 5]\n")
+    res = invoke("grid", spec, "--out", tmp_path / "out", "--workers", "1")
+    assert res.exit_code == 0, res.output
+    cells = pd.read_parquet(tmp_path / "out" / "cells").set_index("local_steps")
+    traces = pd.read_parquet(tmp_path / "out" / "traces")
+    for k in (1, 5):
+        tr = traces[traces["id"] == cells.loc[k, "id"]]
+        assert (tr["comm_rounds"] == tr["step"] // k).all()
+        assert (tr["grad_evals"] == tr["step"] + 1).all()
+    bad = tmp_path / "b.toml"
+    bad.write_text(SPEC + "local_steps = 0\n")
+    one_error(invoke("grid", bad, "--out", tmp_path / "o2"), 2, "local_steps=0 is invalid")

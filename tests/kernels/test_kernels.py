@@ -51,18 +51,21 @@ def _assert_trace_close(trace, expected, has_y):
                                    atol=max(1e-12 * np.max(np.abs(want)), 1e-28), err_msg=m)
 
 
-def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=None, seed=5):
+def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=None, seed=5,
+                             local_steps=1):
     """Run fastgt, replay the run with the reference, compare state and every trace row."""
     res = fastgt.run(algorithm=algorithm, topology=W, problem=problem, noise=noise,
                      sigma2=sigma2, d=d, stepsize=GAMMA, steps=STEPS, record_every=RECORD,
-                     seed=seed, x0=x0, allow_unstable=True)  # d2 on a torus: short runs
+                     seed=seed, x0=x0, local_steps=local_steps,
+                     allow_unstable=True)  # d2 on a torus: short runs
     if x0 is None:  # the default x0 of the seed
         x0 = ref.default_x0(seed, W.n, d)
     inst = fastgt.problem(problem).build(W.n, d)
     noise_fn = ref.no_noise(W.n, d) if noise == "none" else ref.fastgt_noise(
         noise, sigma2, d, W, seed)
     rec_steps = list(range(0, STEPS, RECORD)) + [STEPS]
-    states = ref.simulate(algorithm, W.to_dense(), inst.grad, noise_fn, GAMMA, x0, STEPS)
+    states = ref.simulate(algorithm, W.to_dense(), inst.grad, noise_fn, GAMMA, x0, STEPS,
+                          local_steps)
     rows = [ref.metrics(inst, states[t]["X"], states[t].get("Y")) for t in rec_steps]
     assert set(res.state) == set(states[-1])
     for key, arr in states[-1].items():
@@ -89,6 +92,19 @@ def test_noiseless_matches_reference(small_topology, algorithm, problem):
 def test_noisy_matches_reference(small_topology, algorithm, noise, problem):
     W, d = small_topology
     _check_against_reference(algorithm, W, d, problem, noise, sigma2=2.0, x0=_x0(W.n, d))
+
+
+@pytest.mark.parametrize("local_steps", [2, 3])
+@pytest.mark.parametrize("algorithm", ALGOS)
+@pytest.mark.parametrize("name,params,d", [("ring", {"n": 12, "self_weight": 0.2}, 7),
+                                           ("interp_ring", {"n": 16, "alpha": 0.6}, 3),
+                                           ("erdos_renyi", {"n": 25, "prob": 0.25, "seed": 3}, 5)])
+def test_local_steps_match_reference(name, params, d, algorithm, local_steps):
+    """Local steps: W on every local_steps-th step, the identity between (the mean term
+    too), for every algorithm, with noise."""
+    W = fastgt.topology(name, **params)
+    _check_against_reference(algorithm, W, d, "hetero_quadratic", "gaussian", sigma2=2.0,
+                             x0=_x0(W.n, d), local_steps=local_steps)
 
 
 def _ladder():

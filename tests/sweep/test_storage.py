@@ -51,7 +51,8 @@ def test_memory_round_trip_matches_a_direct_run():
 
     assert list(traces.columns) == TRACE_SCHEMA.names
     assert (traces["id"] == cell.id).all() and (traces["alpha"].isna()).all()
-    pd.testing.assert_frame_equal(traces[["step", *fastgt.METRICS]].reset_index(drop=True),
+    cols = ["step", "comm_rounds", "grad_evals", *fastgt.METRICS]
+    pd.testing.assert_frame_equal(traces[cols].reset_index(drop=True),
                                   ref.trace, check_dtype=False)
 
 

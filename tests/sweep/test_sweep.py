@@ -54,7 +54,7 @@ def _assert_equal_to_direct(cells, traces, cell_id, steps):
     for m in fastgt.METRICS:
         np.testing.assert_array_equal(row[m], ref.summary[m])
     tr = traces[traces["id"] == cell_id].sort_values("step")
-    pd.testing.assert_frame_equal(tr[["step", *fastgt.METRICS]].reset_index(drop=True),
+    pd.testing.assert_frame_equal(tr[list(ref.trace.columns)].reset_index(drop=True),
                                   ref.trace, check_dtype=False)
 
 
@@ -226,7 +226,8 @@ def test_sigkill_of_batched_cells_loses_at_most_one_bounded_task_per_worker(tmp_
 
 
 def test_ctrl_c_stops_cleanly(tmp_path):
-    _, out, proc = _sweep_until(tmp_path, 8, 1)
+    # 40 cells: on a busy machine 8 could all finish between the first file and the signal
+    _, out, proc = _sweep_until(tmp_path, 40, 1)
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in err
@@ -236,7 +237,7 @@ def test_ctrl_c_stops_cleanly(tmp_path):
     # the workers are gone: nothing is written after the driver exited
     n = len(_files(out, "cells"))
     time.sleep(1.5)
-    assert len(_files(out, "cells")) == n < 8
+    assert len(_files(out, "cells")) == n < 40
 
 
 def test_concurrent_sweeps_never_compute_a_cell_twice(tmp_path):

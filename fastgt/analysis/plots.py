@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..errors import FastGTError
+from ..errors import FastGTError, check_choice
 from .figtext import RUN_KEYS, declutter_ticks, describe_run, error_bars
 from .stats import aggregate, parameter_columns
 
@@ -72,12 +72,19 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
     return fig
 
 
+#: what a trace can be drawn against: steps, or the costs counted per node
+TRACE_AXES = ("step", "comm_rounds", "grad_evals")
+
+
 def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
-           logx: bool = False, logy: bool = True, sweep: str | None = None) -> Figure:
-    """Every trace of ``y`` against the step, coloured by ``hue`` (a colour bar for numeric
+           logx: bool = False, logy: bool = True, sweep: str | None = None,
+           x: str = "step") -> Figure:
+    """Every trace of ``y`` against ``x`` (TRACE_AXES: the step, or the communication rounds
+    or gradient evaluations so far), coloured by ``hue`` (a colour bar for numeric
     parameters, a legend otherwise). The title says what was run, as summary's does, and
     how many traces are drawn (one per cell: no error bars)."""
-    _check_columns(traces, "id", "step", y, hue)
+    check_choice("x", x, TRACE_AXES)
+    _check_columns(traces, "id", "step", x, y, hue)
     fig, ax = _figure()
     keys = traces[hue] if hue else pd.Series(0, index=traces.index)
     numeric = hue is not None and pd.api.types.is_numeric_dtype(keys) and keys.nunique() > 1
@@ -96,10 +103,10 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
         color = cmap(norm(key)) if numeric else palette[key]
         label = None if numeric or hue is None or key in labelled else f"{key}"
         labelled.add(key)
-        ax.plot(g["step"], g[y], color=color, lw=1, alpha=0.8, label=label)
+        ax.plot(g[x], g[y], color=color, lw=1, alpha=0.8, label=label)
     ax.set_xscale("log" if logx else "linear")
     ax.set_yscale("log" if logy else "linear")
-    ax.set_xlabel("step")
+    ax.set_xlabel(x)
     ax.set_ylabel(y)
     run = describe_run(traces, [k for k in RUN_KEYS if k != hue])
     head = "; ".join(t for t in (f"sweep {sweep}" if sweep else "", run) if t)

@@ -9,7 +9,7 @@ import threading
 
 import click
 
-from ..errors import FastGTError, WriteFailed
+from ..errors import FastGTError, WriteFailed, check_choice
 from ..outputs import check_dir, check_file, write_file
 from ..sweep.executors import DASK_HINT, EXECUTORS
 from ..sweep.tasks import MAX_BATCH
@@ -144,7 +144,9 @@ def status(directory, show_failed):
 
 @click.command("plot")
 @click.argument("directory", metavar="DIR")
-@click.option("--x", "x", default=None, help="parameter on the x axis (summary plots)")
+@click.option("--x", "x", default=None,
+              help="parameter on the x axis (summary plots); with --curves: step [default], "
+                   "comm_rounds or grad_evals")
 @click.option("--y", "y", default="loss_nodes", help="metric on the y axis")
 @click.option("--hue", default=None, help="parameter giving the colour")
 @click.option("--where", multiple=True, metavar="KEY=VALUE", help="keep only matching cells")
@@ -157,7 +159,8 @@ def status(directory, show_failed):
 @user_errors
 def plot(directory, x, y, hue, where, curves, logx, logy, out):
     """Figure of the sweep DIR: mean over seeds (with 95% CI) of --y against --x, one line
-    per --hue value; or, with --curves, every trace of --y against the step.
+    per --hue value; or, with --curves, every trace of --y against the step (or --x
+    comm_rounds, grad_evals: the costs so far, per node).
 
     Example: fastgt plot results/demo --x alpha --y loss_nodes --hue algorithm -o fig1.png
     """
@@ -169,8 +172,10 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
         raise FastGTError("x=None is invalid: allowed a parameter name (or use --curves)")
     store = open_sweep(directory)
     if curves:
+        if x is not None:
+            check_choice("x", x, plots.TRACE_AXES)  # before reading the traces
         fig = plots.curves(_filter(store.read("traces"), where), y=y, hue=hue,
-                           logx=bool(logx), logy=logy, sweep=directory)
+                           logx=bool(logx), logy=logy, sweep=directory, x=x or "step")
     else:
         fig = plots.summary(_filter(store.read("cells"), where), x=x, y=y, hue=hue,
                             logx=logx, logy=logy, sweep=directory)

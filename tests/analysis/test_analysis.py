@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+import fastgt
 from fastgt import METRICS
 from fastgt.analysis import aggregate, loglog_slope, plateau, plateau_checks
 from fastgt.cli.sweep import plot as plot_cmd
@@ -188,3 +189,20 @@ def test_curves_title_says_what_was_run(results):
     head, tail = title.split("\n")
     assert head.startswith("sweep results/x; ") and "steps = 1000" in head
     assert tail == f"{traces['id'].nunique()} cells, one trace each (no error bars)"
+
+
+def test_curves_against_communication_rounds():
+    """With local steps a trace drawn against comm_rounds is compressed k-fold against the
+    steps; any other x is a one-line error naming the allowed axes."""
+    from fastgt import FastGTError
+    from fastgt.analysis.plots import curves
+
+    res = fastgt.run(topology=fastgt.topology("ring", n=8), d=3, steps=20, record_every=4,
+                     local_steps=4)
+    traces = res.trace.assign(id="a", algorithm="gt")
+    line = curves(traces, x="comm_rounds").axes[0].lines[0]
+    np.testing.assert_array_equal(line.get_xdata(), traces["step"] // 4)
+    assert curves(traces, x="comm_rounds").axes[0].get_xlabel() == "comm_rounds"
+    with pytest.raises(FastGTError, match="x='alpha' is invalid: allowed one of 'step', "
+                                          "'comm_rounds', 'grad_evals'"):
+        curves(traces, x="alpha")

@@ -206,3 +206,41 @@ def test_curves_against_communication_rounds():
     with pytest.raises(FastGTError, match="x='alpha' is invalid: allowed one of 'step', "
                                           "'comm_rounds', 'grad_evals'"):
         curves(traces, x="alpha")
+
+
+def test_steps_to_is_the_first_record_of_the_final_run_below_eps():
+    """A dip below eps that does not last does not count; NaN (diverged) is not below; a
+    trace that ends above eps never reached it; every counted cost is given."""
+    from fastgt.analysis import steps_to
+
+    tr = pd.DataFrame({
+        "id": ["a"] * 5 + ["b"] * 5 + ["c"] * 3 + ["d"] * 2,
+        "step": [0, 2, 4, 6, 8] * 2 + [0, 2, 4] + [0, 2],
+        "comm_rounds": [0, 1, 2, 3, 4] * 2 + [0, 1, 2] + [0, 1],
+        "loss_nodes": [1, 0.1, 1e-3, 0.01, 1e-4, 1, 1e-5, 1e-5, 1e-5, 1e-5, 1, np.nan, 1e-9,
+                       1e-3, 1.0]})
+    got = steps_to(tr.sample(frac=1, random_state=0), 1e-2).set_index("id")  # any row order
+    np.testing.assert_array_equal(got["steps_to"], [8, 2, 4, np.nan])
+    np.testing.assert_array_equal(got["comm_rounds_to"], [4, 1, 2, np.nan])
+    with pytest.raises(fastgt.FastGTError, match="eps=0 is invalid"):
+        steps_to(tr, 0)
+
+
+def test_best_over_picks_each_configurations_fastest_complete_stepsize():
+    """Per algorithm: the stepsize with the least mean steps_to over seeds, among those
+    where every seed reached the target (0.5 is fastest for gt on one seed but the other
+    never got there); a configuration where none did keeps a row of NaN."""
+    from fastgt.analysis import best_over
+
+    rows = []
+    for alg, gamma, seed, val in [("gt", 0.1, 0, 40), ("gt", 0.1, 1, 60), ("gt", 0.2, 0, 30),
+                                  ("gt", 0.2, 1, 34), ("gt", 0.5, 0, 5), ("gt", 0.5, 1, np.nan),
+                                  ("dsgd", 0.1, 0, 80), ("dsgd", 0.1, 1, 90),
+                                  ("dsgd", 0.2, 0, 70), ("dsgd", 0.2, 1, 100),
+                                  ("extra", 0.1, 0, np.nan), ("extra", 0.1, 1, np.nan)]:
+        rows.append({"id": f"{alg}{gamma}{seed}", "algorithm": alg, "stepsize": gamma,
+                     "seed": seed, "steps_to": val})
+    best = best_over(pd.DataFrame(rows), "stepsize").set_index("algorithm")
+    assert best.loc["gt", "stepsize"] == 0.2 and best.loc["gt", "steps_to_mean"] == 32
+    assert best.loc["dsgd", "stepsize"] == 0.1 and best.loc["dsgd", "steps_to_mean"] == 85
+    assert best.loc["gt", "cells"] == 2 and np.isnan(best.loc["extra", "stepsize"])

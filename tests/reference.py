@@ -48,6 +48,18 @@ def d2_step(s, W, oracle, gamma, t):
     return {"X": X, "G": G, "Z": 2 * X - s["X"] - gamma * (G - s["G"])}
 
 
+def gt_atc_init(X, oracle, gamma):
+    G = oracle(X, 0)
+    return {"X": X, "Y": G.copy(), "G": G}
+
+
+def gt_atc_step(s, W, oracle, gamma, t):
+    """X(t+1) = W (X(t) - gamma Y(t)); Y(t+1) = W (Y(t) + G(t+1) - G(t))."""
+    X = W @ (s["X"] - gamma * s["Y"])
+    G = oracle(X, t + 1)
+    return {"X": X, "Y": W @ (s["Y"] + G - s["G"]), "G": G}
+
+
 def extra_init(X, oracle, gamma):
     return {"X": X, "G": oracle(X, 0), "H": None}
 
@@ -79,7 +91,8 @@ def centralized_step(s, W, oracle, gamma, t):
 #: state at t = 0, step(state, W, oracle, gamma, t) -> the state at t + 1, where oracle(X, t) is
 #: the stochastic gradient of step t at X; states are dicts named like RunResult.state
 TWINS = {"gt": (gt_init, gt_step), "dsgd": (dsgd_init, dsgd_step), "d2": (d2_init, d2_step),
-         "extra": (extra_init, extra_step), "centralized": (centralized_init, centralized_step)}
+         "extra": (extra_init, extra_step), "centralized": (centralized_init, centralized_step),
+         "gt_atc": (gt_atc_init, gt_atc_step)}
 
 
 def simulate(algorithm, Wd, grad, noise, gamma, x0, steps, local_steps=1):

@@ -188,8 +188,9 @@ class Costs:
 class Algorithm:
     """An algorithm spec (the optax pattern): how to set up state and advance it.
 
-    - ``templates``: its block function first, ``blocks(c, t, cur, b0, b1, last, state,
-      mix, oracle)`` (a call of the generic loop kernels.steps.sweep with its row update),
+    - ``templates``: its block function first, ``blocks(c, t, ph, cur, b0, b1, last,
+      state, mix, oracle)`` (a call of the generic loop kernels.steps.sweep with its row
+      update; ph: the phase of the step, 0 unless it has several),
       then every other template it calls (kernels/specialize.py: compiled per problem
       family, with the family's hooks bound)
     - ``mixed``: how many of its arrays are mixed (S1, then S2: the mean term's sums)
@@ -203,6 +204,8 @@ class Algorithm:
       functions computing them on first access (runner.LazyState)
     - ``mixing(W) -> W'``: the matrix it mixes with, given a cell's topology (centralized:
       the exact average), or None: the cell's own
+    - ``phases``: passes over the rows per step, each a call of ``blocks`` followed by the
+      mean-term reduction of its ``mixed`` arrays (1, or 2 for ATC-GT)
     - ``check(W) -> str | None``: why W is outside its stability condition (d2), refused
       unless the run allows it (allow_unstable), or None
     The update equation is in the module docstring of each algorithm.
@@ -219,6 +222,7 @@ class Algorithm:
     doc: str
     mixing: Callable | None = None
     check: Callable | None = None
+    phases: int = 1
 
     def __post_init__(self):
         if self.mixed not in (1, 2):  # the mean term keeps sums for S1 and S2 (Batch.part)
@@ -242,5 +246,5 @@ class Algorithm:
             blocks = batch.pointers[self.name] = blocks_pointer(compiled, state, batch.mix,
                                                                 batch.oracle)
         run = batch.problem.kernels.compile((run_steps,)).run_steps
-        return run(blocks, self.mixed, t0, steps, cur, state, batch.mix, batch.oracle,
-                   batch.oracle.data, runs)
+        return run(blocks, self.mixed, self.phases, t0, steps, cur, state, batch.mix,
+                   batch.oracle, batch.oracle.data, runs)

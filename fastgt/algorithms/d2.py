@@ -45,7 +45,7 @@ def update(view, cm, co, node, last):
 
 
 @template(**BLOCK_FLAGS)
-def blocks(c, t, cur, b0, b1, last, state, mix, oracle):
+def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
     Zn = state.S1[c, 1 - cur]
     view = View(state.S1[c, cur], Zn, state.S2[c, 0], state.S3[c], state.grads[c], (Zn,))
     sweep(update, view, c, t, b0, b1, last, state, mix, oracle)

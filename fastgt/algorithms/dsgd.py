@@ -93,7 +93,7 @@ def fused(Zn, i, Z, indices, w, e0, m, beta, mean, N, rn, v, u, dv, gamma, a0):
 
 
 @template(**BLOCK_FLAGS)
-def blocks(c, t, cur, b0, b1, last, state, mix, oracle):
+def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
     """Step t of cell c on row blocks [b0, b1): steps.sweep with ``update``."""
     Zn = state.S1[c, 1 - cur]
     sweep(update, View(state.S1[c, cur], Zn, state.S3[c], state.grads[c], (Zn,)), c, t, b0,

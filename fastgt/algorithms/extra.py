@@ -39,7 +39,7 @@ def update(view, cm, co, node, last):
 
 
 @template(**BLOCK_FLAGS)
-def blocks(c, t, cur, b0, b1, last, state, mix, oracle):
+def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
     Xn = state.S1[c, 1 - cur]
     view = View(state.S1[c, cur], Xn, state.S2[c, 0], state.S3[c], (Xn,))
     sweep(update, view, c, t, b0, b1, last, state, mix, oracle)

@@ -92,7 +92,7 @@ def update(view, cm, co, node, last):
 
 
 @template(**BLOCK_FLAGS)
-def blocks(c, t, cur, b0, b1, last, state, mix, oracle):
+def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
     """Step t of cell c on row blocks [b0, b1): steps.sweep with ``update``."""
     Xn, Yn = state.S1[c, 1 - cur], state.S2[c, 1 - cur]
     view = View(state.S1[c, cur], Xn, state.S2[c, cur], Yn, state.S3[c], state.grads[c],

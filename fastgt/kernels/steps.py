@@ -92,7 +92,7 @@ def mixing_of(mix, t):
 
 
 @njit(**INLINE_FLAGS)
-def sweep(row, view, c, t, b0, b1, last, state, mix, oracle):
+def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     """Step t of cell c on row blocks [b0, b1), the loop every algorithm shares: per row i,
     node i's noise (gaussian noise drawn now), then the algorithm's update of row i,
     ``row(view, cm, co, node, last)``, then, with a mean term, row i of each of
@@ -101,7 +101,8 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle):
     ``view``: the algorithm's views of cell c (it names its arrays); ``cm``: CellMix;
     ``co``: oracles.CellOracle, ``node``: oracles.Node (node i's noise, key and block:
     the problem's grad_row takes both); ``last``: the last step of this call (what the
-    metrics read must then be written). ``row`` is inlined: one loop, as if written in
+    metrics read must then be written); ``draw``: False in a phase that evaluates no
+    gradient (no gaussian noise drawn). ``row`` is inlined: one loop, as if written in
     place. An algorithm's block function calling this is compiled with BLOCK_FLAGS
     (config.py: no reference counting)."""
     n = mix.indptr.shape[1] - 1  # the state may have more (zero) rows: Batch.rows
@@ -128,7 +129,7 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle):
             if structured:
                 v, u = uv[c, 0, i], uv[c, 1, i]
             key = row_key(tkey, i)
-            if kind == GAUSSIAN:
+            if draw and kind == GAUSSIAN:
                 fill_normals(key, co.N, b, sc, d)
             row(view, cm, co, Node(i, b, rn, v, u, key), last)
             if sums:
@@ -146,28 +147,29 @@ def step_end(c, mixed, state, mix):
 
 
 def blocks_pointer(blocks, state, mix, oracle):
-    """An algorithm's block function ``blocks(c, t, cur, b0, b1, last, state, mix,
+    """An algorithm's block function ``blocks(c, t, ph, cur, b0, b1, last, state, mix,
     oracle)`` (a call of ``sweep`` with its views of cell c) for these bundles' types, as
     the first-class function run_steps calls (kernels/pointers.py: the driver is compiled
     once for every algorithm, without the algorithm's code linked into it)."""
     i64 = types.int64
-    return pointer(blocks, (i64, i64, i64, i64, i64, types.boolean, typeof(state), typeof(mix),
-                            typeof(oracle)))
+    return pointer(blocks, (i64, i64, i64, i64, i64, i64, types.boolean, typeof(state),
+                            typeof(mix), typeof(oracle)))
 
 
 @template(parallel=True, **NJIT_FLAGS)
-def run_steps(blocks, mixed, t0, steps, cur, state, mix, oracle, data, runs):
+def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, runs):
     """Steps t0 -> t0 + steps of every cell, in place; returns the new ``cur``. ``blocks``:
     the algorithm's block function (blocks_pointer), ``mixed``: its count of mixed arrays,
-    ``data``: oracle.data.
+    ``phases``: its passes over the rows per step (ATC-GT mixes Y after every node's new
+    gradient: 2; each phase is followed by its mean-term reduction), ``data``: oracle.data.
 
     Work items, processed in parallel, are (cell, run of consecutive row blocks) pairs,
     ``runs`` per cell (capped at the block count):
 
     - runs == 1: an item is a whole cell, advanced through all the steps by one thread:
       no per-step barrier (batches of small cells; any run on one thread);
-    - runs > 1: one parallel pass per step, with the shared draws before it and the
-      mean-term reductions after it (big runs on several threads).
+    - runs > 1: one parallel pass per step and phase, with the shared draws before the
+      first and the mean-term reductions after each (big runs on several threads).
 
     One parallel loop for both (not one driver each): each parallel driver costs seconds
     of compile. A template (kernels/specialize.py), compiled once per problem family for
@@ -184,25 +186,29 @@ def run_steps(blocks, mixed, t0, steps, cur, state, mix, oracle, data, runs):
     per = -(-nb // max(1, min(nb, runs)))  # blocks per run
     runs = -(-nb // per)
     span = max(1, steps) if runs == 1 else 1  # steps per parallel pass
+    passes = 1 if runs == 1 else phases  # parallel passes per step (runs == 1: all in one)
     for s0 in range(0, steps, span):
-        if runs > 1:
-            for c in range(C):
-                step_begin(c, t0 + s0 + 1, oracle)
-        for w in prange(C * runs):
-            c = w // runs
-            b0 = (w - c * runs) * per
-            cc = cur
-            oc = Oracle(seed, kind, scale, xi, uv, dv, d, data)
-            for s in range(s0, s0 + span):
-                t = t0 + s + 1
-                if runs == 1:
-                    step_begin(c, t, oc)
-                blocks(c, t, cc, b0, min(nb, b0 + per), s == steps - 1, state, mix, oc)
-                if runs == 1:
+        for p0 in range(passes):
+            if runs > 1 and p0 == 0:
+                for c in range(C):
+                    step_begin(c, t0 + s0 + 1, oracle)
+            for w in prange(C * runs):
+                c = w // runs
+                b0 = (w - c * runs) * per
+                cc = cur
+                oc = Oracle(seed, kind, scale, xi, uv, dv, d, data)
+                for s in range(s0, s0 + span):
+                    t = t0 + s + 1
+                    if runs == 1:
+                        step_begin(c, t, oc)
+                    for ph in range(p0, p0 + phases - passes + 1):
+                        blocks(c, t, ph, cc, b0, min(nb, b0 + per), s == steps - 1, state, mix,
+                               oc)
+                        if runs == 1:
+                            step_end(c, mixed, state, mix)
+                    cc = 1 - cc
+            if runs > 1:
+                for c in range(C):
                     step_end(c, mixed, state, mix)
-                cc = 1 - cc
-        if runs > 1:
-            for c in range(C):
-                step_end(c, mixed, state, mix)
         cur = cur if span % 2 == 0 else 1 - cur
     return cur

@@ -151,11 +151,11 @@ def test_gt_exact_dsgd_biased_on_heterogeneous_problems(problem):
     assert gt.trace["loss_nodes"].iloc[-1] < 1e-12 * bias
 
 
-@pytest.mark.parametrize("algorithm", ["d2", "extra", "centralized"])
+@pytest.mark.parametrize("algorithm", ["d2", "extra", "centralized", "gt_atc"])
 @pytest.mark.parametrize("problem", ["consensus", "hetero_quadratic"])
 def test_exact_algorithms_reach_the_optimum_on_heterogeneous_problems(algorithm, problem):
-    """Noiseless, like GT: D², EXTRA and the centralized baseline reach x* to 1e-10 where
-    D-SGD is biased (previous test)."""
+    """Noiseless, like GT: D², EXTRA, ATC-GT and the centralized baseline reach x* to 1e-10
+    where D-SGD is biased (previous test)."""
     n, d = 12, 5
     spec = fastgt.problem(problem, zeta=2.0)
     inst = spec.build(n, d)

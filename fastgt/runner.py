@@ -58,5 +58,5 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     """
     plan = prepare(cells, algorithm, problem, noise, d, steps, record_every, parallel,
                    local_steps, allow_unstable)
-    ensure_warm()  # after the checks: a typo never waits for a compile
+    ensure_warm((plan.algo.name,))  # after the checks: a typo never waits for a compile
     return execute(plan, threads, progress)

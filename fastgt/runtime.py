@@ -38,7 +38,7 @@ def threading_layer() -> str:
         return "not initialised"
 
 
-_state = {"warm": False}
+_state: dict = {}  # algorithm -> known warm
 
 
 def _kernels() -> list:
@@ -59,9 +59,10 @@ def _kernels() -> list:
     return [first[k] for k in sorted(first)]
 
 
-def _marker() -> tuple[Path, str]:
-    """The marker file, and the text it holds once warmup() has compiled every kernel
-    there: what numba's on-disk cache checks before it loads a kernel instead of compiling
+def _marker(algorithm: str) -> tuple[Path, str]:
+    """The marker file of ``algorithm``, and the text it holds once warmup() has compiled
+    the kernels its runs use there (each algorithm has its own block functions: a run of
+    one never compiles the others'): what numba's on-disk cache checks before it loads a kernel instead of compiling
     it, asked of numba's own cache locators (no public API: the dispatchers' ``_cache``).
 
     - Where: numba keeps a source file's entries in a subdirectory of the cache named
@@ -77,24 +78,26 @@ def _marker() -> tuple[Path, str]:
     stamps = [f"{Path(k.py_func.__code__.co_filename).name} {loc.get_source_stamp()!r}"
               for k, loc in zip(ks, locators)]
     machine = repr(ks[0].targetctx.codegen().magic_tuple())
-    return Path(locators[0].get_cache_path()) / "fastgt-warm", "\n".join([*stamps, machine])
+    path = Path(locators[0].get_cache_path()) / f"fastgt-warm-{algorithm}"
+    return path, "\n".join([*stamps, machine])
 
 
-def is_warm() -> bool:
-    """Whether the compile cache holds every kernel for this copy of fastgt (its sources
-    and their place) and this machine: whether a run would load them, not compile."""
-    if not _state["warm"]:
-        m, text = _marker()
-        _state["warm"] = m.exists() and m.read_text() == text
-    return _state["warm"]
+def is_warm(algorithm: str = "gt") -> bool:
+    """Whether the compile cache holds the kernels of ``algorithm``'s runs for this copy of
+    fastgt (its sources and their place) and this machine: whether a run would load them,
+    not compile."""
+    if not _state.get(algorithm):
+        m, text = _marker(algorithm)
+        _state[algorithm] = m.exists() and m.read_text() == text
+    return _state[algorithm]
 
 
-def mark_warm() -> None:
-    """Record that every kernel is compiled for this copy of fastgt and this machine."""
-    m, text = _marker()
+def mark_warm(algorithm: str) -> None:
+    """Record that ``algorithm``'s kernels are compiled for this copy and this machine."""
+    m, text = _marker(algorithm)
     m.parent.mkdir(parents=True, exist_ok=True)
     m.write_text(text)
-    _state["warm"] = True
+    _state[algorithm] = True
 
 
 def cache_dir() -> str:

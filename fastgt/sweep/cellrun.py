@@ -176,12 +176,12 @@ def ping() -> int:
     return os.getpid()
 
 
-def warm_cache() -> None:
-    """Compile every kernel once per machine, before workers start (so that they all load it
-    and none compiles)."""
+def warm_cache(algorithms) -> None:
+    """Compile the kernels of ``algorithms`` once per machine, before workers start (so that
+    they all load them and none compiles)."""
     from ..warmup import ensure_warm
 
-    ensure_warm()
+    ensure_warm(algorithms)
 
 
 def failed_row(message: str) -> dict:

@@ -165,7 +165,8 @@ class LocalBackend:
 class DaskBackend:
     """Cells as tasks of a Dask cluster (an existing one, or a LocalCluster on 127.0.0.1)."""
 
-    def __init__(self, scheduler: str, workers: int, threads: int):
+    def __init__(self, scheduler: str, workers: int, threads: int, algorithms=("gt",)):
+        self.algorithms = list(algorithms)
         try:
             import dask
             from dask import distributed
@@ -207,7 +208,7 @@ class DaskBackend:
         hosts: dict = {}
         for addr in nthreads:
             hosts.setdefault(addr.rsplit(":", 1)[0], addr)
-        self.client.run(warm_cache, workers=list(hosts.values()))
+        self.client.run(warm_cache, self.algorithms, workers=list(hosts.values()))
 
     def submit(self, plist: list[dict], threads: int):
         fut = self.client.submit(run_cells, plist, threads, pure=False)
@@ -239,13 +240,15 @@ def check_executor(executor: str, scheduler: str | None) -> None:
         raise FastGTError("scheduler is only for executor='dask'")
 
 
-def make_backend(executor: str, workers: int, threads: int, scheduler: str | None):
-    """The one dispatch point: "local" -> LocalBackend, "dask" -> DaskBackend."""
+def make_backend(executor: str, workers: int, threads: int, scheduler: str | None,
+                 algorithms=("gt",)):
+    """The one dispatch point: "local" -> LocalBackend, "dask" -> DaskBackend; the kernels
+    of ``algorithms`` (the sweep's) are compiled first, once per machine."""
     check_executor(executor, scheduler)
     if executor == "local":
-        warm_cache()  # before any worker starts: they all load, none compiles
+        warm_cache(algorithms)  # before any worker starts: they all load, none compiles
         return LocalBackend(workers, threads)
-    return DaskBackend(scheduler or "local", workers, threads)
+    return DaskBackend(scheduler or "local", workers, threads, algorithms)
 
 
 # --------------------------------------------------------------------------- the sweep
@@ -287,7 +290,8 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
              "threads_per_worker": threads, "scheduler": scheduler, "driver_pid": os.getpid()}
     backend = None
     try:
-        backend = make_backend(executor, workers, threads, scheduler)
+        algorithms = sorted({c.params["algorithm"] for c in todo})
+        backend = make_backend(executor, workers, threads, scheduler, algorithms)
         planner = Planner(todo, backend.slots, max_batch, threads, task_seconds)
         _dispatch(backend, planner, replace, store, report, sweep, threads, progress)
     except BaseException:

@@ -54,7 +54,7 @@ import fastgt
 print(fastgt.__file__)
 fastgt.run(topology=fastgt.topology("ring", n=8), d=3, steps=5, record_every=5)
 """
-ANNOUNCEMENT = "compiling the kernels once"
+ANNOUNCEMENT = "compiling the kernels of gt once"
 
 
 def _entries(cache: Path) -> dict:
@@ -88,3 +88,26 @@ def test_two_copies_sharing_a_cache_announce_a_compile_exactly_when_it_happens(t
 
     turns = [use(copy) for copy in copies + copies]
     assert turns == [(True, True), (True, True), (False, False), (False, False)]
+
+
+ONE = """
+import fastgt
+from fastgt import runtime
+fastgt.run(algorithm="extra", topology=fastgt.topology("ring", n=8), d=3, steps=5,
+           record_every=5)
+print(runtime.is_warm("extra"), runtime.is_warm("gt"))
+"""
+
+
+@pytest.mark.slow
+def test_a_run_compiles_only_its_own_algorithm(tmp_path):
+    """On a cold cache a run of one algorithm compiles its block function and the shared
+    kernels, never the other algorithms' (each costs seconds), and says which."""
+    env = dict(os.environ, FASTGT_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", ONE], env=env, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["True", "False"]
+    assert "compiling the kernels of extra once" in out.stderr
+    blocks = {f.name.split(".py")[0].split("-")[0] for f in tmp_path.rglob("*.nbc")
+              if ".blocks_" in f.name}
+    assert blocks == {"extra.blocks_quadratic"}

@@ -1,4 +1,5 @@
-"""Exact noise floors and linear rates of GT and D-SGD on quadratics (derivation: docs/theory.md).
+"""Exact noise floors and linear rates on quadratics (derivation: docs/theory.md): closed
+forms for GT and D-SGD, per-mode Lyapunov equations for D², EXTRA and ATC-GT.
 
 Every node has f_i(x) = a/2 ||x - x*_i||^2 with the same curvature a (a = 2 for Setup A's
 ``quadratic``, a = 1 for ``consensus``). With W = Q diag(lambda) Q^T, each eigenvector q_m
@@ -14,7 +15,12 @@ so the stationary variances per unit noise variance are, in closed form,
            E y^2 = 1 + ((eps + g lambda)^2 + lambda^2 (eps + g)^2 + T eps^2) / K,
            K = (1 - lambda^2 + g lambda) ((1 + lambda)^2 - 2 g lambda),  eps = 1 - lambda.
 
-The mean mode (lambda = 1) is mini-batch SGD for both algorithms (for GT thanks to the
+D², EXTRA and ATC-GT are linear systems per mode too, s' = A s + b e (``mode_system``:
+2 or 3 states), whose stationary covariance solves P = A P A^T + b b^T (a 4 x 4 or 9 x 9
+linear system per mode, all modes at once) and whose rate is the spectral radius of A.
+The centralized baseline has no non-mean modes: every node holds xbar.
+
+The mean mode (lambda = 1) is mini-batch SGD for every algorithm (for GT thanks to the
 invariant ybar = gbar, i.e. y(0) = g(0)). The recorded metrics are averages of these over
 modes: O(n) once the eigenvalues are known. Rates and stability only need lambda2 and
 lambda_n, which ``W.spectrum()`` gives at any n.
@@ -36,7 +42,11 @@ from .metrics import THEORY_METRICS
 
 #: largest n for which the eigenvalues of a W without closed form come from a dense eigvalsh
 DENSE_MAX = 20000
-ALGORITHMS = ("gt", "dsgd")
+ALGORITHMS = ("gt", "dsgd", "d2", "extra", "gt_atc", "centralized")
+#: algorithms with a tracking variable Y (the others' tracking is NaN)
+WITH_Y = ("gt", "gt_atc")
+#: the closed forms; the others go through mode_system
+CLOSED = ("gt", "dsgd")
 NOISES = ("gaussian", "structured", "none")
 #: curvature a of f_i = a/2 ||x - x*_i||^2 of the problems the exact theory covers
 CURVATURE = {"quadratic": 2.0, "consensus": 1.0}
@@ -78,14 +88,66 @@ def _compute_eigenvalues(W) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- per-mode formulas
+def mode_system(lam, algorithm: str, stepsize: float, a: float):
+    """(A, b): one non-mean mode (eigenvalue lam, an array) as s(t+1) = A s(t) + b e(t+1),
+    e the mode's noise at the step's new gradient; s[0] = x, and s[1] = y for GT and ATC-GT.
+    With g = a gamma and gradient a x + e:
+
+        GT      s = (x, y, e):       x' = lam (x - gamma y),  y' = lam y + (a x' + e') - (a x + e)
+        ATC-GT  s = (x, y, e):       x' = lam (x - gamma y),  y' = lam (y + a (x' - x) + e' - e)
+        D²      s = (x, x_, e):      x' = lam ((2 - g) x - (1 - g) x_ - gamma (e - e_)),
+                                     the noise of x's gradient entering as the *new* e
+        EXTRA   s = (x, x_, e):      x' = (1 + lam - g) x - ((1 + lam)/2 - g) x_ - gamma (e - e_)
+        D-SGD   s = (x, e):          x' = lam ((1 - g) x - gamma e)
+
+    (D² and EXTRA: e is the noise of the gradient at x, e_ the previous one; the input is
+    the gradient noise of the current iterate, drawn when it was made.)"""
+    lam = np.atleast_1d(np.asarray(lam, dtype=np.float64))
+    g, gm, m = a * stepsize, stepsize, len(lam)
+    z, one = np.zeros(m), np.ones(m)
+    if algorithm == "gt":
+        A = [[lam, -gm * lam, z], [a * lam - a, lam - a * gm * lam, -one], [z, z, z]]
+        b = [z, one, one]
+    elif algorithm == "gt_atc":
+        A = [[lam, -gm * lam, z], [a * lam * (lam - 1), lam - a * gm * lam**2, -lam], [z, z, z]]
+        b = [z, lam, one]
+    elif algorithm == "d2":
+        A = [[lam * (2 - g), -lam * (1 - g), gm * lam], [one, z, z], [z, z, z]]
+        b = [-gm * lam, z, one]
+    elif algorithm == "extra":
+        A = [[1 + lam - g, -((1 + lam) / 2 - g), gm * one], [one, z, z], [z, z, z]]
+        b = [-gm * one, z, one]
+    elif algorithm == "dsgd":
+        A = [[lam * (1 - g), -gm * lam], [z, z]]
+        b = [z, one]
+    else:
+        raise FastGTError(f"theory: no mode system for algorithm={algorithm!r}")
+    return np.moveaxis(np.array(A), -1, 0), np.moveaxis(np.array(b), -1, 0)
+
+
+def _lyapunov(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """P with P = A P A^T + b b^T for every mode at once (A: (m, k, k), b: (m, k)), through
+    vec: (I - A (x) A) vec P = vec(b b^T)."""
+    m, k, _ = A.shape
+    kron = np.einsum("mij,mkl->mikjl", A, A).reshape(m, k * k, k * k)
+    rhs = np.einsum("mi,mj->mij", b, b).reshape(m, k * k)
+    return np.linalg.solve(np.eye(k * k) - kron, rhs[..., None])[..., 0].reshape(m, k, k)
+
+
 def mode_variances(lam, algorithm: str, stepsize: float, a: float):
     """Stationary (E x_m^2, E y_m^2) of modes with eigenvalues ``lam`` per unit noise variance.
 
-    Valid for stable modes (see ``max_stepsize``); E y^2 is None for D-SGD. At lam = 1 the
-    x-variance is SGD's gamma / (a (2 - a gamma)).
+    Valid for stable modes (see ``max_stepsize``); E y^2 is None without Y. At lam = 1 the
+    x-variance is SGD's gamma / (a (2 - a gamma)) (closed forms; the mode systems are for
+    lam != 1). Centralized: no spread between nodes, zeros.
     """
     lam = np.asarray(lam, dtype=np.float64)
     g = a * stepsize
+    if algorithm == "centralized":
+        return np.zeros_like(lam), None
+    if algorithm not in CLOSED:
+        P = _lyapunov(*mode_system(lam, algorithm, stepsize, a))
+        return P[:, 0, 0], (P[:, 1, 1] if algorithm in WITH_Y else None)
     if algorithm == "dsgd":
         return lam**2 * stepsize**2 / (1.0 - lam**2 * (1.0 - g) ** 2), None
     eps = 1.0 - lam
@@ -100,9 +162,14 @@ def mode_radius(lam, algorithm: str, stepsize: float, a: float) -> np.ndarray:
     """Spectral radius of the noiseless iteration of non-mean modes with eigenvalues ``lam``.
 
     D-SGD: |lam (1 - g)|. GT: largest root modulus of z^2 - lam (2 - g) z + lam (lam - g).
+    The others: the spectral radius of their mode system's A.
     """
     lam = np.asarray(lam, dtype=np.float64)
     g = a * stepsize
+    if algorithm == "centralized":
+        return np.zeros_like(lam)
+    if algorithm not in CLOSED:
+        return np.abs(np.linalg.eigvals(mode_system(lam, algorithm, stepsize, a)[0])).max(axis=1)
     if algorithm == "dsgd":
         return np.abs(lam * (1.0 - g))
     T = lam * (2.0 - g)
@@ -128,15 +195,47 @@ def _check(algorithm: str, stepsize=None) -> float | None:
 def max_stepsize(W, algorithm: str, problem="quadratic") -> float:
     """Supremum of the stable stepsizes (``rate`` < 1 for every stepsize below it).
 
-    Closed form (Jury criterion per mode, docs/theory.md): D-SGD 2 / a; GT
-    min(2, c / |lambda_n|) / a when lambda_n < 0 (c = 1 - lambda_n^2), else 2 / a.
+    Closed form (Jury criterion per mode, docs/theory.md): D-SGD and centralized 2 / a; GT
+    min(2, c / |lambda_n|) / a when lambda_n < 0 (c = 1 - lambda_n^2), else 2 / a. D²,
+    EXTRA, ATC-GT: the first unstable stepsize of a grid of 256 below 2 / a (the mean mode's
+    bound), refined by bisection to 1e-12 relative on the radius of their modes
+    (``_modes``); 0 when even the smallest is unstable (D² with lambda_n < -1/3 is unstable
+    for small stepsizes, whatever may happen at large ones).
     """
     _check(algorithm)
     a = _curvature(problem)
     lam_n = W.spectrum().lambda_n
     if algorithm == "gt" and lam_n < 0:
         return min(2.0, (1.0 - lam_n**2) / -lam_n) / a
-    return 2.0 / a
+    if algorithm in CLOSED or algorithm == "centralized":
+        return 2.0 / a
+    lam = _modes(W)
+
+    def stable(gamma):
+        return mode_radius(lam, algorithm, gamma, a).max() < 1.0
+
+    grid = (2.0 / a) * np.arange(1, 257) / 256
+    bad = [g for g in grid if not stable(g * (1 - 1e-12))]
+    if not bad:
+        return 2.0 / a
+    hi = bad[0]
+    lo = hi - grid[0]
+    if lo == 0.0 and not stable(1e-9 * hi):
+        return 0.0
+    while hi - lo > 1e-12 * hi:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if mode_radius(lam, algorithm, mid, a).max() < 1.0 else (lo, mid)
+    return float(hi)
+
+
+def _modes(W) -> np.ndarray:
+    """The non-mean eigenvalues a rate is maximised over: all of them where known (closed
+    form, or n <= DENSE_MAX), else lambda2, lambda_n and 399 values between (the radius of
+    the mode systems is not monotone in lambda; all eigenvalues lie in that interval)."""
+    if W.structure is not None or W.n <= DENSE_MAX:
+        return np.unique(np.round(eigenvalues(W), 12))
+    sp = W.spectrum()
+    return np.linspace(sp.lambda_n, sp.lambda2, 401)
 
 
 def rate(W, algorithm: str, stepsize: float, problem="quadratic") -> float:
@@ -145,13 +244,18 @@ def rate(W, algorithm: str, stepsize: float, problem="quadratic") -> float:
     The mean mode contracts by |1 - a gamma| (for GT on the invariant ybar = gbar). For
     a gamma < 4 the radius of the other modes grows with |lambda| on each side of 0, so
     lambda2 and lambda_n suffice (docs/theory.md); beyond, the value is a lower bound >= 3.
+    D², EXTRA, ATC-GT: the largest radius over the modes (``_modes``).
     On ``consensus`` the heterogeneity mu is a constant input that cancels from the error
     dynamics (GT) or shifts the fixed point (D-SGD): same rate, curvature 1.
     """
     stepsize = _check(algorithm, stepsize)
     a = _curvature(problem)
-    sp = W.spectrum()
-    radius = mode_radius(np.array([sp.lambda2, sp.lambda_n]), algorithm, stepsize, a)
+    if algorithm in CLOSED:
+        sp = W.spectrum()
+        lam = np.array([sp.lambda2, sp.lambda_n])
+    else:
+        lam = _modes(W)
+    radius = mode_radius(lam, algorithm, stepsize, a)
     return float(max(abs(1.0 - a * stepsize), radius.max()))
 
 
@@ -175,12 +279,13 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
                noise: str = "gaussian", d: int = 100) -> dict:
     """Exact expected stationary (t -> infinity) values of the recorded metrics.
 
-    Returns {"loss_avg", "loss_nodes", "consensus", "tracking"} (tracking NaN for D-SGD), all
+    Returns {"loss_avg", "loss_nodes", "consensus", "tracking"} (tracking NaN without Y), all
     inf, with a FastGTWarning naming the largest stable stepsize, if the stepsize is not
     stable. noise: "gaussian" (Setup A: i.i.d. N(0, sigma2/d) per
     node, coordinate, step), "structured" (Setup B: only the lambda_n mode, ceil(d/2)
     coordinates, and the lambda2 mode, the others, are excited) or "none" (all zero). The
-    problem is "quadratic" (Setup A/B, a = 2) or "consensus" (GT only, a = 1).
+    problem is "quadratic" (Setup A/B, a = 2) or "consensus" (a = 1; not D-SGD, whose fixed
+    point is biased there). Every algorithm of ALGORITHMS, without local steps.
     """
     stepsize = _check(algorithm, stepsize)
     a = _curvature(problem)
@@ -190,7 +295,9 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
     check_choice("noise", noise, NOISES)
     sigma2 = check_float("sigma2", sigma2, 0.0)
     d = check_int("d", d, 1)
-    if stepsize >= max_stepsize(W, algorithm, problem):
+    unstable = (stepsize >= max_stepsize(W, algorithm, problem) if algorithm in CLOSED
+                else rate(W, algorithm, stepsize, problem) >= 1.0)
+    if unstable:
         warnings.warn(unstable_message(W, algorithm, stepsize, problem), FastGTWarning,
                       stacklevel=2)
         return _constant(algorithm, math.inf)
@@ -216,7 +323,7 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
 
 
 def _constant(algorithm: str, value: float) -> dict:
-    return {m: math.nan if m == "tracking" and algorithm == "dsgd" else value
+    return {m: math.nan if m == "tracking" and algorithm not in WITH_Y else value
             for m in STATIONARY_METRICS}
 
 

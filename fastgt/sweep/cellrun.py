@@ -124,9 +124,12 @@ class _Prepared:
 
 
 def theory_row(kwargs: dict, params: dict) -> dict:
-    """The cell's theory_* values; NaN where the theory does not cover it or fails."""
+    """The cell's theory_* values; NaN where the theory does not cover it (local steps:
+    a periodic system the theory does not solve yet) or fails."""
     from ..theory import theory_columns
 
+    if params.get("local_steps", 1) != 1:
+        return {k: math.nan for k in THEORY_COLUMNS}
     try:
         cols = theory_columns(kwargs["topology"], params["algorithm"], params["stepsize"],
                               params["sigma2"], params["problem"], params["noise"], params["d"],

@@ -337,3 +337,37 @@ def test_simulation_plateau_matches_theory_many_topologies(name, params):
             gamma = 0.04
             steps = max(4000, math.ceil(math.log(1e-9) / math.log(theory.rate(W, algorithm, gamma))))
             check_against_simulation(W, algorithm, "quadratic", noise, gamma, 15, steps, 16)
+
+
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+def test_mode_systems_reproduce_the_closed_forms(algorithm):
+    """The per-mode Lyapunov path (used for D², EXTRA, ATC-GT), run on GT's and D-SGD's own
+    mode systems, gives their closed-form variances and radii."""
+    lam = np.linspace(-0.95, 0.99, 97)
+    for a, gamma in ((2.0, 0.05), (1.0, 0.3)):
+        vx, vy = theory.mode_variances(lam, algorithm, gamma, a)
+        A, b = theory.mode_system(lam, algorithm, gamma, a)
+        P = theory._lyapunov(A, b)
+        stable = theory.mode_radius(lam, algorithm, gamma, a) < 1
+        # (near lam = 0 x's variance is ~1e-10: the solve's error there is absolute, ~1e-16)
+        np.testing.assert_allclose(P[stable, 0, 0], vx[stable], rtol=1e-9,
+                                   atol=1e-13 * vx[stable].max())
+        if vy is not None:
+            np.testing.assert_allclose(P[stable, 1, 1], vy[stable], rtol=1e-9)
+        np.testing.assert_allclose(np.abs(np.linalg.eigvals(A)).max(axis=1),
+                                   theory.mode_radius(lam, algorithm, gamma, a), atol=1e-12)
+
+
+def test_extra_and_d2_stability_limits():
+    """EXTRA's mode x'' - (1 + lam - g) x' + ((1 + lam)/2 - g) x = 0 is stable (Jury) iff
+    g < (5 + 3 lam) / 4 (the other conditions hold for g <= 2): on a graph, lambda_n binds.
+    D² on a torus 5 x 10 (lambda_n = -0.52 < -1/3) has no stable small stepsize."""
+    for name, kw in (("interp_ring", {"n": 50, "alpha": 0.5}), ("torus", {"rows": 5, "cols": 10})):
+        W = fastgt.topology(name, **kw)
+        lam_n = W.spectrum().lambda_n
+        assert theory.max_stepsize(W, "extra") == pytest.approx((5 + 3 * lam_n) / 8, rel=1e-9)
+    W = fastgt.topology("torus", rows=5, cols=10)
+    assert theory.max_stepsize(W, "d2") == 0.0 and theory.rate(W, "d2", 0.01) > 1
+    with pytest.warns(fastgt.FastGTWarning, match="unstable for d2"):
+        assert math.isinf(theory.stationary(W, "d2", 0.01)["consensus"])
+    assert theory.max_stepsize(fastgt.topology("torus", rows=5, cols=10, lazy=True), "d2") == 1.0

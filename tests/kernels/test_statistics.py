@@ -72,6 +72,9 @@ def _mode_system(algorithm, lam, gamma):
     The mean mode (lam = 1) of GT is the D-SGD one: y = 2x + e holds there (ybar = gbar)."""
     if algorithm == "dsgd" or np.isclose(lam, 1.0):
         return np.array([[lam * (1 - 2 * gamma), -gamma * lam], [0, 0]]), np.array([0.0, 1.0])
+    if algorithm != "gt":  # D², EXTRA, ATC-GT: fastgt.theory's systems, from their updates
+        A, b = fastgt.theory.mode_system(lam, algorithm, gamma, 2.0)
+        return A[0], b[0]
     A = np.array([[lam, -gamma * lam, 0], [2 * lam - 2, lam * (1 - 2 * gamma), -1], [0, 0, 0]])
     return A, np.array([0.0, 1.0, 1.0])
 
@@ -159,7 +162,7 @@ def test_setup_a_zero_start():
     _assert_within(rec["loss_avg"].mean(), theory, se, "loss_avg from x0 = 0")
 
 
-@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd", "extra", "gt_atc"])
 @pytest.mark.parametrize("name", ["torus", "erdos_renyi"])
 def test_setup_b_mean_noise_free(algorithm, name):
     """Structured noise is orthogonal to 1, so ebar = 0 and xbar(t) = (1 - 2 gamma)^t xbar(0):
@@ -193,3 +196,26 @@ def test_setup_a_long_runs(name, algorithm, gamma):
     (its slowest mode needs > 2e4 steps to forget x0, at every gamma here)."""
     seed = 100 + list(TOPOLOGIES_50).index(name)
     _check_setup_a(algorithm, name, gamma, 50000, 5, seed, algorithm == "dsgd" or name != "ring")
+
+
+@pytest.mark.parametrize("algorithm", ["d2", "extra", "gt_atc", "centralized"])
+@pytest.mark.parametrize("name", ["interp_ring", "erdos_renyi"])
+def test_setup_a_plateaus_of_the_other_algorithms(algorithm, name):
+    """D², EXTRA, ATC-GT and the centralized baseline: loss_avg is SGD's on every graph,
+    loss_nodes the sum of their modes' stationary variances (their mode systems: fastgt.
+    theory.mode_system), within the statistical error; fastgt.theory.stationary says the
+    same numbers. Centralized: every node holds xbar (consensus at rounding level)."""
+    gamma = 0.05
+    res = _check_setup_a(algorithm, name, gamma, 4000, 2, 11, algorithm != "centralized")
+    W = fastgt.topology(name, **TOPOLOGIES_50[name])
+    st = fastgt.theory.stationary(W, algorithm, gamma, SIGMA2, d=D)
+    assert np.isclose(st["loss_avg"], gamma * SIGMA2 / (4 * N * (1 - gamma)), rtol=1e-12)
+    if algorithm == "centralized":
+        assert st["consensus"] == 0.0 and res.trace["consensus"].iloc[1:].max() < 1e-25
+        return
+    lams = np.linalg.eigvalsh(W.to_dense())
+    lam, mult = np.unique(np.round(lams, 12), return_counts=True)
+    modes = [(x, D * k, SIGMA2 / D) for x, k in zip(lam, mult)]
+    mean, _ = _loss_nodes_theory(algorithm, modes, gamma, 2, 10)
+    assert np.isclose(st["loss_nodes"], mean, rtol=1e-9)
+

@@ -157,12 +157,88 @@ class DSGD(_Run):
         return self.X, None
 
 
-ALGORITHMS = {"gt": GT, "dsgd": DSGD}
+class D2(_Run):
+    """D² on Z(t) = 2 X(t) - X(t-1) - gamma (G(t) - G(t-1)): X(t+1) = W Z(t)."""
+
+    def __init__(self, mix, x0, gamma, sigma2, seed, structured=None):
+        super().__init__(mix, x0, gamma, sigma2, seed, structured)
+        self.G, self.Gn = np.empty_like(self.X), np.empty_like(self.X)
+        self.grad(self.X, self.G)
+        self.Z = self.X - gamma * self.G
+
+    def step(self) -> None:
+        Xn = self.mix(self.Z, self.M).copy()
+        self.grad(Xn, self.Gn)
+        self.Z = 2.0 * Xn - self.X - self.gamma * (self.Gn - self.G)
+        self.X, self.G, self.Gn = Xn, self.Gn, self.G
+
+    def iterates(self):
+        return self.X, None
+
+
+class EXTRA(_Run):
+    """EXTRA with the history H(t) = (X(t-1) + W X(t-1))/2 - gamma G(t-1), H(0) = X(0):
+    X(t+1) = X(t) + W X(t) - gamma G(t) - H(t)."""
+
+    def __init__(self, mix, x0, gamma, sigma2, seed, structured=None):
+        super().__init__(mix, x0, gamma, sigma2, seed, structured)
+        self.G = np.empty_like(self.X)
+        self.grad(self.X, self.G)
+        self.H = self.X.copy()
+
+    def step(self) -> None:
+        WX = self.mix(self.X, self.M)
+        Xn = self.X + WX - self.gamma * self.G - self.H
+        self.H = 0.5 * (self.X + WX) - self.gamma * self.G
+        self.X = Xn
+        self.grad(self.X, self.G)
+
+    def iterates(self):
+        return self.X, None
+
+
+class GTATC(_Run):
+    """ATC-GT: X(t+1) = W (X - gamma Y); Y(t+1) = W (Y + G(t+1) - G(t))."""
+
+    def __init__(self, mix, x0, gamma, sigma2, seed, structured=None):
+        super().__init__(mix, x0, gamma, sigma2, seed, structured)
+        self.G, self.Gn = np.empty_like(self.X), np.empty_like(self.X)
+        self.grad(self.X, self.G)
+        self.Y = self.G.copy()
+
+    def step(self) -> None:
+        self.X = self.mix(self.X - self.gamma * self.Y, self.M).copy()
+        self.grad(self.X, self.Gn)
+        self.Y = self.mix(self.Y + self.Gn - self.G, self.M).copy()
+        self.G, self.Gn = self.Gn, self.G
+
+    def iterates(self):
+        return self.X, self.Y
+
+
+class Centralized(_Run):
+    """Every node at xbar: xbar(t+1) = mean_i (xbar - gamma g_i(xbar)) (no mixer needed)."""
+
+    def __init__(self, mix, x0, gamma, sigma2, seed, structured=None):
+        super().__init__(mix, x0, gamma, sigma2, seed, structured)
+        self.X = np.tile(self.X.mean(axis=0), (self.n, 1))
+        self.G = np.empty_like(self.X)
+
+    def step(self) -> None:
+        self.grad(self.X, self.G)
+        self.X[:] = (self.X - self.gamma * self.G).mean(axis=0)
+
+    def iterates(self):
+        return self.X, None
+
+
+ALGORITHMS = {"gt": GT, "dsgd": DSGD, "d2": D2, "extra": EXTRA, "gt_atc": GTATC,
+              "centralized": Centralized}
 
 
 def make(algorithm: str, mix, x0: np.ndarray, gamma: float, sigma2: float, seed: int = 0,
          structured=None) -> _Run:
-    """A baseline run of ``algorithm`` ("gt" | "dsgd") with mixer ``mix`` (DenseMix | SparseMix);
+    """A baseline run of ``algorithm`` (a key of ALGORITHMS) with mixer ``mix`` (DenseMix | SparseMix);
     structured = (uv, dv) for Setup B's noise, None for Setup A's."""
     return ALGORITHMS[algorithm](mix, x0, gamma, sigma2, seed, structured)
 

@@ -54,7 +54,8 @@ import common
 D = 100
 GAMMA = 0.01
 SIGMA2 = 1.0
-ALGOS = ("gt", "dsgd")
+ALGOS = tuple(baselines.ALGORITHMS)  # every algorithm (--algorithms to choose)
+AB_ALGOS = ("gt", "dsgd")  # --against's default: the revisions compared may predate the others
 TOPOLOGIES = ("ring", "interp_ring", "torus")
 BASELINES = tuple(baselines.MIXERS)  # numpy-dense, scipy-sparse
 ENGINES = ("fastgt", *BASELINES)
@@ -114,7 +115,7 @@ class FastgtRun:
         prob = fastgt.problem("quadratic").build(W.n, x0.shape[1])
         noise = make_noise(NOISES[setup], sigma2, x0.shape[1], W)  # sigma2 = 0: noiseless
         self.algo = ALGORITHMS[algorithm]
-        self.batch = Batch([Cell(W, noise, gamma, seed, x0)], prob)
+        self.batch = Batch([Cell(W, noise, gamma, seed, x0)], prob, self.algo.mixing)
         self.arrays = self.algo.init(self.batch)
         self.t, self.cur = 0, 0
 
@@ -137,6 +138,14 @@ def make_run(engine: str, algorithm: str, W, mixers: dict, x0, sigma2: float, se
         nz = make_noise("structured", sigma2, x0.shape[1], W)
         structured = (nz.uv, nz.dv)
     return baselines.make(algorithm, mixers[engine], x0, GAMMA, sigma2, structured=structured)
+
+
+def refused(algorithm: str, W) -> bool:
+    """Whether fastgt.run refuses the algorithm on W (its stability condition)."""
+    from fastgt.algorithms import ALGORITHMS
+
+    check = ALGORITHMS[algorithm].check
+    return bool(check and check(W))
 
 
 def check_same(algorithm: str, W, mixers: dict) -> float:
@@ -242,7 +251,9 @@ def child(args, threads: int, out_path: str) -> None:
             W = build_topology(topo, n)
             mixers = {e: baselines.MIXERS[e](W) for e in BASELINES
                       if e != "numpy-dense" or n <= DENSE_MAX}
-            for algo in ALGOS:
+            for algo in args.algorithms:
+                if refused(algo, W):  # D² on a torus: fastgt would refuse the run
+                    continue
                 diff = check_same(algo, W, mixers)
                 for setup in args.setups:
                     case = time_case(algo, W, mixers, cfg, setup)
@@ -460,7 +471,7 @@ def ab_child(args, threads: int, out_path: str) -> None:
         for topo in TOPOLOGIES:
             W = build_topology(topo, n)
             cases += [({"algorithm": a, "setup": s, "topology": topo, "n": n,
-                        "label": topology_label(topo, n)}, W) for a in ALGOS for s in args.setups]
+                        "label": topology_label(topo, n)}, W) for a in args.algorithms for s in args.setups]
     t = time.perf_counter()
     for case, W in cases:
         case["checksum"] = checksum(case, W, threads)
@@ -651,6 +662,9 @@ def parse_args(argv=None):
                    f"{PARALLEL_N} on more)")
     p.add_argument("--pairs", type=int, default=5,
                    help="--against: pairs of A and B children per thread count (default 5)")
+    p.add_argument("--algorithms", type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
+                   default=None, help=f"algorithms (default {','.join(ALGOS)}; with --against "
+                   f"{','.join(AB_ALGOS)})")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     p.add_argument("--child-out", help=argparse.SUPPRESS)
     p.add_argument("--ab-steps", help=argparse.SUPPRESS)
@@ -660,6 +674,10 @@ def parse_args(argv=None):
     if (args.n is not None and (not args.n or min(args.n) < 4)) or not args.threads \
             or min(args.threads) < 1 or args.pairs < 1:
         p.error("--n needs values >= 4, --threads and --pairs values >= 1")
+    if args.algorithms is None:
+        args.algorithms = list(AB_ALGOS if args.against else ALGOS)
+    if not args.algorithms or set(args.algorithms) - set(ALGOS):
+        p.error(f"--algorithms: allowed values {', '.join(ALGOS)}")
     if not args.setups or set(args.setups) - set(NOISES):
         p.error(f"--setups: allowed values {', '.join(NOISES)}")
     return args

@@ -27,7 +27,9 @@ from numba import njit, prange
 
 from fastgt.kernels.rng import fill_normals, row_key, step_key, stream_key
 
-BYTES = {"gt": 48, "dsgd": 16}
+#: bytes streamed per element and step: each state array read and/or written once (ATC-GT:
+#: two passes; centralized: D-SGD's)
+BYTES = {"gt": 48, "dsgd": 16, "d2": 48, "extra": 48, "gt_atc": 88, "centralized": 16}
 G_BYTES = 16  # GT's G, read and written: kept for gaussian noise only
 LLC_BYTES = 32 * 2**20  # treat states below this as cache resident
 

@@ -48,11 +48,6 @@ def d2_step(s, W, oracle, gamma, t):
     return {"X": X, "G": G, "Z": 2 * X - s["X"] - gamma * (G - s["G"])}
 
 
-def gt_atc_init(X, oracle, gamma):
-    G = oracle(X, 0)
-    return {"X": X, "Y": G.copy(), "G": G}
-
-
 def gt_atc_step(s, W, oracle, gamma, t):
     """X(t+1) = W (X(t) - gamma Y(t)); Y(t+1) = W (Y(t) + G(t+1) - G(t))."""
     X = W @ (s["X"] - gamma * s["Y"])
@@ -92,7 +87,7 @@ def centralized_step(s, W, oracle, gamma, t):
 #: the stochastic gradient of step t at X; states are dicts named like RunResult.state
 TWINS = {"gt": (gt_init, gt_step), "dsgd": (dsgd_init, dsgd_step), "d2": (d2_init, d2_step),
          "extra": (extra_init, extra_step), "centralized": (centralized_init, centralized_step),
-         "gt_atc": (gt_atc_init, gt_atc_step)}
+         "gt_atc": (gt_init, gt_atc_step)}  # ATC-GT starts as GT: Y(0) = G(0)
 
 
 def simulate(algorithm, Wd, grad, noise, gamma, x0, steps, local_steps=1):

@@ -127,12 +127,11 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     if not cells:
         raise bad("cells", cells, "a non-empty list of dicts")
     parsed = [_parse_cell(c, noise, d) for c in cells]
-    if not PARAMS["allow_unstable"].validate("allow_unstable", allow_unstable) and algo.check:
+    if not PARAMS["allow_unstable"].validate("allow_unstable", allow_unstable):
         for W in {id(c.W): c.W for c in parsed}.values():
-            reason = algo.check(W)
-            if reason:
-                raise FastGTError(f"{reason}; allowed: lazy=True ((W + I) / 2), or "
-                                  "allow_unstable=True to run it anyway")
+            refusal = algo.refusal(W)
+            if refusal:
+                raise FastGTError(refusal)
     prob = spec.build(parsed[0].W.n, d)
     shared = {"algorithm": algo.name, "problem": spec.name,
               **{f"problem_{k}": v for k, v in spec.params.items() if np.isscalar(v)},

@@ -228,6 +228,13 @@ class Algorithm:
         if self.mixed not in (1, 2):  # the mean term keeps sums for S1 and S2 (Batch.part)
             raise ValueError(f"algorithm {self.name}: mixed must be 1 or 2, not {self.mixed}")
 
+    def refusal(self, W) -> str | None:
+        """The one-line error of a run on W outside the algorithm's stability condition (the
+        same from fastgt.run and from grid files), or None."""
+        reason = self.check(W) if self.check else None
+        return reason and (f"{reason}; allowed: lazy=True ((W + I) / 2), or "
+                           "allow_unstable=True to run it anyway")
+
     def blocks_for(self, kernels):
         """The block function compiled for a problem family (its ProblemKernels)."""
         return getattr(kernels.compile(self.templates), self.templates[0].__name__)

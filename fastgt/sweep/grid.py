@@ -162,23 +162,35 @@ class GridSpec:
         that values only a build can judge (mu > L, a hypercube's n, a ring's zero
         self_weight) are errors before anything runs. A random graph that comes out
         disconnected or bipartite is not: that is one instance (its graph_seed), and its
-        cell is recorded as failed while the rest of the sweep runs."""
-        free = {"seed", "stepsize", "sigma2", "steps", "record_every", "noise", "algorithm", "d"}
-        seen = set()
+        cell is recorded as failed while the rest of the sweep runs. An algorithm refused on
+        its topology (d2 with lambda_n < -1/3) is an error too, unless allow_unstable."""
+        free = {"seed", "stepsize", "sigma2", "steps", "record_every", "noise", "algorithm", "d",
+                "allow_unstable"}
+        built: dict = {}  # key -> its topology (None: a degenerate random graph)
+        checked = set()
         for cell in cells:
             key = tuple(sorted((k, v) for k, v in cell.params.items() if k not in free))
-            if key in seen:
+            shown = ", ".join(f"{k}={v}" for k, v in key)
+            if key not in built:
+                try:
+                    cell_problem(cell.params).build(2, 1)
+                    built[key] = cell_topology(cell.params)
+                except FastGTError as err:
+                    random = "graph_seed" in topology_params(cell.params["topology"])
+                    if not (isinstance(err, DegenerateGraphError) and random):
+                        raise FastGTError(f"{self.source}: cell with {shown}: {err}") from None
+                    built[key] = None
+            algorithm = cell.params["algorithm"]
+            if built[key] is None or cell.params.get("allow_unstable") or \
+                    (key, algorithm) in checked:
                 continue
-            seen.add(key)
-            try:
-                cell_problem(cell.params).build(2, 1)
-                cell_topology(cell.params)
-            except FastGTError as err:
-                random = "graph_seed" in topology_params(cell.params["topology"])
-                if isinstance(err, DegenerateGraphError) and random:
-                    continue
-                shown = ", ".join(f"{k}={v}" for k, v in key)
-                raise FastGTError(f"{self.source}: cell with {shown}: {err}") from None
+            checked.add((key, algorithm))
+            from ..algorithms import ALGORITHMS  # numba: only once a cell is judged
+
+            refusal = ALGORITHMS[algorithm].refusal(built[key])
+            if refusal:
+                raise FastGTError(f"{self.source}: cell with algorithm={algorithm}, {shown}: "
+                                  f"{refusal}")
 
     def _cell(self, params: dict, g: int) -> Cell:
         try:

@@ -419,3 +419,14 @@ def test_local_steps_from_a_grid_file_and_its_cost_columns(tmp_path):
     bad = tmp_path / "b.toml"
     bad.write_text(SPEC + "local_steps = 0\n")
     one_error(invoke("grid", bad, "--out", tmp_path / "o2"), 2, "local_steps=0 is invalid")
+
+
+def test_a_grid_with_d2_on_a_refused_topology_is_an_error_before_any_work(tmp_path):
+    """The refusal is a grid-file error (exit 2, one line, nothing written), naming the cell
+    and the remedies, unless the cell allows it."""
+    spec = tmp_path / "g.toml"
+    spec.write_text('[run]\ntopology = "torus"\nrows = 4\ncols = 5\nd = 3\nsteps = 20\n'
+                    'record_every = 5\n[[grid]]\nalgorithm = ["gt", "d2"]\n')
+    one_error(invoke("grid", spec, "--out", tmp_path / "out"), 2,
+              "cell with algorithm=d2, cols=5", "lambda_n = -0.523607", "lazy=True")
+    assert not (tmp_path / "out").exists()

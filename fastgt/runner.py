@@ -18,7 +18,8 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
         steps: int = 1000, record_every: int = 100, seed: int = 0, x0=None,
         threads: int | None = None, progress=None, local_steps: int = 1,
         allow_unstable: bool = False, **params) -> RunResult:
-    """Simulate ``algorithm`` ("gt" | "dsgd") on mixing matrix ``topology``.
+    """Simulate ``algorithm`` (a name of fastgt.algorithms.ALGORITHMS: gt, centralized, d2,
+    dsgd, extra, gt_atc) on mixing matrix ``topology``.
 
     topology: a MixingMatrix (``fastgt.topology(...)``) or a family name with its parameters
     in the flat form that grid files and the CLI take (``topology="ring", n=30,

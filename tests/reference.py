@@ -7,8 +7,6 @@ kernels: W is the dense matrix ``W.to_dense()``, gradients come from the problem
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from fastgt.problems import make_noise
@@ -90,17 +88,12 @@ TWINS = {"gt": (gt_init, gt_step), "dsgd": (dsgd_init, dsgd_step), "d2": (d2_ini
          "gt_atc": (gt_init, gt_atc_step)}  # ATC-GT starts as GT: Y(0) = G(0)
 
 
-def simulate(algorithm, Wd, grad, noise, gamma, x0, steps, local_steps=1):
-    """The states of ``algorithm`` (a key of TWINS) for t = 0..steps: W dense, the gradient
-    of step t at X grad(X) + noise(t), or grad(X, t) + noise(t) when ``grad`` takes the
-    step (a sampled gradient, e.g. a minibatch). With local steps k, step t (from t to
-    t + 1) mixes with W when k divides t + 1 and with the identity otherwise."""
+def simulate(algorithm, Wd, oracle, gamma, x0, steps, local_steps=1):
+    """The states of ``algorithm`` (a key of TWINS) for t = 0..steps: W dense, oracle(X, t)
+    the stochastic gradient of step t at X (e.g. inst.grad(X) + noise(t), or a minibatch
+    gradient). With local steps k, step t (from t to t + 1) mixes with W when k divides
+    t + 1 and with the identity otherwise."""
     init, step = TWINS[algorithm]
-    sampled = grad.__code__.co_argcount - inspect.ismethod(grad) == 2
-
-    def oracle(X, t):
-        return (grad(X, t) if sampled else grad(X)) + noise(t)
-
     states = [init(np.array(x0, dtype=float), oracle, gamma)]
     I = np.eye(len(Wd))
     for t in range(steps):

@@ -64,8 +64,8 @@ def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=Non
     noise_fn = ref.no_noise(W.n, d) if noise == "none" else ref.fastgt_noise(
         noise, sigma2, d, W, seed)
     rec_steps = list(range(0, STEPS, RECORD)) + [STEPS]
-    states = ref.simulate(algorithm, W.to_dense(), inst.grad, noise_fn, GAMMA, x0, STEPS,
-                          local_steps)
+    states = ref.simulate(algorithm, W.to_dense(), lambda X, t: inst.grad(X) + noise_fn(t),
+                          GAMMA, x0, STEPS, local_steps)
     rows = [ref.metrics(inst, states[t]["X"], states[t].get("Y")) for t in rec_steps]
     assert set(res.state) == set(states[-1])
     for key, arr in states[-1].items():

@@ -85,10 +85,11 @@ def test_every_algorithm_matches_its_twin(lsq, algorithm, noise, batch_size):
     res = fastgt.run(algorithm=algorithm, topology=W, problem=spec, noise=noise, sigma2=0.5,
                      d=d, stepsize=GAMMA, steps=STEPS, record_every=RECORD, seed=seed, x0=x0)
     inst = spec.build(W.n, d)
-    grad = _sampled_grad(inst, seed) if batch_size else inst.grad
+    grad = _sampled_grad(inst, seed) if batch_size else lambda X, t: inst.grad(X)
     noise_fn = (ref.no_noise(W.n, d) if noise == "none"
                 else ref.fastgt_noise(noise, 0.5, d, W, seed))
-    states = ref.simulate(algorithm, W.to_dense(), grad, noise_fn, GAMMA, x0, STEPS)
+    states = ref.simulate(algorithm, W.to_dense(), lambda X, t: grad(X, t) + noise_fn(t),
+                          GAMMA, x0, STEPS)
     for key, want in states[-1].items():
         got = res.state[key]
         assert np.max(np.abs(got - want)) <= RTOL * np.max(np.abs(want)), key

@@ -23,7 +23,7 @@ from .params import PARAMS
 from .problems import make_noise
 from .problems import problem as get_problem
 from .runtime import numba_threads
-from .topology import MixingMatrix
+from .topology import MixingMatrix, TimeVarying
 
 #: parameters that may differ between the cells of one run_batch call
 CELL_KEYS = ("topology", "stepsize", "sigma2", "seed", "x0")
@@ -184,8 +184,9 @@ def _parse_cell(cell: dict, noise: str, d: int) -> Cell:
     if unknown:
         raise bad(unknown[0], cell[unknown[0]], "per-cell parameters " + ", ".join(CELL_KEYS))
     W = cell.get("topology")
-    if not isinstance(W, MixingMatrix):
-        raise bad("topology", W, "a MixingMatrix, e.g. fastgt.topology('ring', n=300)")
+    if not isinstance(W, (MixingMatrix, TimeVarying)):
+        raise bad("topology", W, "a MixingMatrix or TimeVarying, e.g. "
+                  "fastgt.topology('ring', n=300)")
     gamma = check_float("stepsize", cell.get("stepsize", 0.01), 0.0, lo_open=True)
     seed = check_int("seed", cell.get("seed", 0), 0, 2**63 - 1)
     nz = make_noise(noise, cell.get("sigma2", 1.0), d, W)

@@ -3,10 +3,14 @@ family and problem (``n=``, ``alpha=``, ``graph_seed=``, ``zeta=``, ``problem_se
 grid files, the CLI and ``fastgt.run(topology="ring", n=30, ...)`` take them.
 
 A family's or problem's own ``seed`` is ``graph_seed`` / ``problem_seed`` in the flat form
-(the run has its own ``seed``), and from_matrix's ``W`` is ``matrix``.
+(the run has its own ``seed``), and from_matrix's ``W`` is ``matrix``. cycle's ``matrices``
+may hold topology tables (``{"topology": "ring", "n": 16}``, or their JSON text: a grid
+file's form), each built here.
 """
 
 from __future__ import annotations
+
+import json
 
 from .errors import FastGTError
 from .problems import PROBLEMS, ProblemSpec, problem, problem_params
@@ -40,7 +44,7 @@ def not_applicable(key: str, topo_name: str | None, prob_name: str | None) -> Fa
         allowed = ", ".join(problem_flat_params(prob_name)) or "no parameters"
         return FastGTError(f"{key} does not apply to problem {prob_name!r}: allowed {allowed}")
     if topo_name is None:
-        return FastGTError(f"{key} does not apply to a built MixingMatrix: pass the family's "
+        return FastGTError(f"{key} does not apply to a built topology: pass the family's "
                            f"name and its parameters instead (e.g. topology='ring', n=30)")
     allowed = ", ".join(topology_params(topo_name))
     return FastGTError(f"{key} does not apply to topology {topo_name!r}: allowed {allowed}")
@@ -76,7 +80,7 @@ def build(topo, prob, params: dict) -> tuple[MixingMatrix, ProblemSpec]:
         key = next(iter(pkw))
         raise FastGTError(f"{PROBLEM_RENAME.get(key, key)} does not apply to a built problem "
                           "spec: pass the problem's name and its parameters instead")
-    W = topo if topo_name is None else topology(topo_name, **tkw)
+    W = topo if topo_name is None else topology(topo_name, **_tables(tkw))
     return W, spec if spec is not None else problem(prob, **pkw)
 
 
@@ -86,11 +90,31 @@ def flat_topology(name: str, params: dict, memo: dict | None = None) -> MixingMa
     one, and with it its spectrum)."""
     tkw = split(name, None, params)[0]
     if memo is None:
-        return topology(name, **tkw)
+        return topology(name, **_tables(tkw, memo))
     key = (name, tuple(sorted(tkw.items())))
     if key not in memo:
-        memo[key] = topology(name, **tkw)
+        memo[key] = topology(name, **_tables(tkw, memo))
     return memo[key]
+
+
+def _tables(tkw: dict, memo: dict | None = None) -> dict:
+    """tkw with cycle's ``matrices`` built: a topology table (or the JSON text of a list of
+    them) becomes its topology; built matrices and arrays pass as they are."""
+    mats = tkw.get("matrices")
+    if mats is None:
+        return tkw
+    if isinstance(mats, str):
+        from .params import PARAMS
+
+        PARAMS["matrices"].validate("matrices", mats)
+        mats = json.loads(mats)
+    built = []
+    for m in mats if isinstance(mats, list) else [mats]:
+        if isinstance(m, dict):
+            rest = {k: v for k, v in m.items() if k != "topology"}
+            m = flat_topology(m.get("topology"), rest, memo)
+        built.append(m)
+    return {**tkw, "matrices": built}
 
 
 def flat_problem(name: str, params: dict) -> ProblemSpec:

@@ -14,6 +14,7 @@ and family names are looked up when a value is checked.
 from __future__ import annotations
 
 import inspect
+import json
 from dataclasses import dataclass
 from functools import partial
 
@@ -37,6 +38,11 @@ class Param:
     choices: object = None
     default: object = None
     per_cell: bool = False
+    tables: bool = False  # a value is a list of tables, kept as canonical JSON text
+
+    def is_value(self, value) -> bool:
+        """Whether a list is one value (a list of tables) rather than a grid axis."""
+        return self.tables and isinstance(value, list) and all(isinstance(v, dict) for v in value)
 
     @property
     def flag(self) -> str:
@@ -47,7 +53,10 @@ class Param:
         return None if self.choices is None else tuple(self.choices())
 
     def validate(self, name: str, value):
-        """The canonical value (floats as float), or FastGTError naming what is allowed."""
+        """The canonical value (floats as float, a list of tables as sorted JSON text), or
+        FastGTError naming what is allowed."""
+        if self.is_value(value):
+            value = json.dumps(value, sort_keys=True, separators=(",", ":"))
         ok = isinstance(value, self.kind) and not (self.kind is not bool and isinstance(value, bool))
         if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
             value, ok = float(value), True
@@ -88,6 +97,19 @@ def _weights():
     from .topology.weights import WEIGHT_RULES
 
     return WEIGHT_RULES
+
+
+def _tables(name, text):
+    """A list of topology tables, each naming a static family: {"topology": "ring", "n": 16}."""
+    try:
+        tables = json.loads(text)
+    except ValueError:
+        tables = None
+    if not (isinstance(tables, list) and tables and all(isinstance(t, dict) and
+                                                        isinstance(t.get("topology"), str)
+                                                        for t in tables)):
+        raise bad(name, text, 'a list of topology tables, e.g. [{topology = "ring", n = 16}, '
+                  '{topology = "torus", n = 16}] (JSON on the command line)')
 
 
 def _int(lo, hi=None):
@@ -142,6 +164,10 @@ _DECLARED = [
     Param("edges", str, "topology", "from_edges: edge-list FILE (two integer columns, text or CSV)"),
     Param("matrix", str, "topology",
           "from_matrix: mixing-matrix FILE (.npy, .npz scipy sparse, .mtx)"),
+    Param("matrices", str, "topology", "cycle: the mixing matrices applied in turn, a list of "
+          "topology tables (JSON on the command line: "
+          "'[{\"topology\": \"ring\", \"n\": 16}, {\"topology\": \"torus\", \"n\": 16}]')",
+          _tables, tables=True),
     # -------------------------------------------------------------- problem
     Param("zeta", float, "problem",
           "heterogeneity of the drawn consensus / hetero_quadratic problems", _float(0.0)),

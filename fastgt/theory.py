@@ -66,6 +66,7 @@ def eigenvalues(W) -> np.ndarray:
     (Walsh-Hadamard), dense ``eigvalsh`` up to ``DENSE_MAX`` nodes, else FastGTError.
     Cached per MixingMatrix object.
     """
+    _static(W)
     if W not in _EIGENVALUES:
         _EIGENVALUES[W] = _compute_eigenvalues(W)
     return _EIGENVALUES[W]
@@ -186,8 +187,20 @@ def _curvature(problem) -> float:
     return CURVATURE[name]
 
 
-def _check(algorithm: str, stepsize=None) -> float | None:
+#: why a time-varying topology has no theory columns (said once per sweep: cli/sweep.py)
+TIME_VARYING = ("the exact theory covers static topologies only: a time-varying W(t) has no "
+                "per-mode closed form")
+
+
+def _static(W) -> None:
+    if not W.static:
+        raise FastGTError(f"{W.name}: {TIME_VARYING}")
+
+
+def _check(algorithm: str, stepsize=None, W=None) -> float | None:
     """Validate; returns the stepsize as a float (None if not given)."""
+    if W is not None:
+        _static(W)
     check_choice("algorithm", algorithm, ALGORITHMS)
     return None if stepsize is None else check_float("stepsize", stepsize, 0.0, lo_open=True)
 
@@ -202,7 +215,7 @@ def max_stepsize(W, algorithm: str, problem="quadratic") -> float:
     (``_modes``); 0 when even the smallest is unstable (D² with lambda_n < -1/3 is unstable
     for small stepsizes, whatever may happen at large ones).
     """
-    _check(algorithm)
+    _check(algorithm, W=W)
     a = _curvature(problem)
     lam_n = W.spectrum().lambda_n
     if algorithm == "gt" and lam_n < 0:
@@ -248,7 +261,7 @@ def rate(W, algorithm: str, stepsize: float, problem="quadratic") -> float:
     On ``consensus`` the heterogeneity mu is a constant input that cancels from the error
     dynamics (GT) or shifts the fixed point (D-SGD): same rate, curvature 1.
     """
-    stepsize = _check(algorithm, stepsize)
+    stepsize = _check(algorithm, stepsize, W)
     a = _curvature(problem)
     if algorithm in CLOSED:
         sp = W.spectrum()
@@ -287,7 +300,7 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
     problem is "quadratic" (Setup A/B, a = 2) or "consensus" (a = 1; not D-SGD, whose fixed
     point is biased there). Every algorithm of ALGORITHMS, without local steps.
     """
-    stepsize = _check(algorithm, stepsize)
+    stepsize = _check(algorithm, stepsize, W)
     a = _curvature(problem)
     reason = unsupported(algorithm, problem)
     if reason:
@@ -330,9 +343,9 @@ def _constant(algorithm: str, value: float) -> dict:
 def theory_columns(W, algorithm: str, stepsize: float, sigma2: float, problem_name: str,
                    noise: str, d: int, dense_max: int = DENSE_MAX) -> dict:
     """``theory_*`` columns of a grid cell: {} when the problem is not covered (heterogeneous
-    curvature); NaN stationary values when only the rate is (D-SGD on consensus, or Setup A
+    curvature) or W is time-varying; NaN stationary values when only the rate is (D-SGD on consensus, or Setup A
     on a graph without closed form beyond ``dense_max`` nodes)."""
-    if problem_name not in CURVATURE:
+    if problem_name not in CURVATURE or not W.static:
         return {}
     cols = {f"theory_{m}": math.nan for m in STATIONARY_METRICS}
     cols["theory_rate"] = rate(W, algorithm, stepsize, problem_name)

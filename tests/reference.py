@@ -89,17 +89,81 @@ TWINS = {"gt": (gt_init, gt_step), "dsgd": (dsgd_init, dsgd_step), "d2": (d2_ini
 
 
 def simulate(algorithm, Wd, oracle, gamma, x0, steps, local_steps=1):
-    """The states of ``algorithm`` (a key of TWINS) for t = 0..steps: W dense, oracle(X, t)
-    the stochastic gradient of step t at X (e.g. inst.grad(X) + noise(t), or a minibatch
-    gradient). With local steps k, step t (from t to t + 1) mixes with W when k divides
-    t + 1 and with the identity otherwise."""
+    """The states of ``algorithm`` (a key of TWINS) for t = 0..steps: W dense, or a function
+    W(r) giving the dense matrix of the r-th communication (r = 0, 1, ...: a time-varying
+    topology), oracle(X, t) the stochastic gradient of step t at X (e.g. inst.grad(X) +
+    noise(t), or a minibatch gradient). With local steps k, step t (from t to t + 1) mixes
+    with W when k divides t + 1 and with the identity otherwise."""
     init, step = TWINS[algorithm]
     states = [init(np.array(x0, dtype=float), oracle, gamma)]
-    I = np.eye(len(Wd))
+    x0 = np.asarray(x0)
+    I = np.eye(len(x0))
     for t in range(steps):
-        states.append(step(states[-1], Wd if (t + 1) % local_steps == 0 else I, oracle, gamma,
-                           t))
+        if (t + 1) % local_steps:
+            W = I
+        else:
+            W = Wd((t + 1) // local_steps - 1) if callable(Wd) else Wd
+        states.append(step(states[-1], W, oracle, gamma, t))
     return states
+
+
+# ------------------------------------------------------------------ time-varying topologies
+# written from the docstrings of fastgt/kernels/matching.py and fastgt/kernels/rng.py, in
+# Python integers (mod 2^64), without fastgt's code
+_U64 = (1 << 64) - 1
+_GOLDEN, _M1, _M2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+def _mix64(z):
+    z = ((z ^ (z >> 30)) * _M1) & _U64
+    z = ((z ^ (z >> 27)) * _M2) & _U64
+    return z ^ (z >> 31)
+
+
+def matching_partners(seed, t, n):
+    """Every node's partner in the random matching of step t (the iterate it makes, t >= 1)
+    of the run with this seed: a 6-round Feistel permutation pi of 2h-bit words (4^h >= n,
+    h >= 3) with cycle walking, keyed by the run seed's matching stream (stream 2) at step
+    t; the nodes at positions 2m and 2m + 1 of pi are partners."""
+    skey = _mix64((_mix64((seed + _GOLDEN) & _U64) ^ (2 * _M1)) & _U64)
+    k = _mix64((skey + (t + 1) * _GOLDEN) & _U64)
+    keys = [(k + r * _GOLDEN) & _U64 for r in range(1, 7)]
+    h = 3
+    while 4**h < n:
+        h += 1
+    mask = (1 << h) - 1
+
+    def perm(x):
+        while True:
+            left, right = x >> h, x & mask
+            for kr in keys:
+                left, right = right, left ^ (_mix64(right ^ kr) & mask)
+            x = (left << h) | right
+            if x < n:
+                return x
+
+    pi = [perm(x) for x in range(n)]
+    out = np.arange(n)
+    for m in range(0, n - 1, 2):
+        out[pi[m]], out[pi[m + 1]] = pi[m + 1], pi[m]
+    return out
+
+
+def matching_matrix(partners, a=0.5):
+    """Dense W of a matching: a on the diagonal, 1 - a between partners (1 when unmatched)."""
+    n = len(partners)
+    W = a * np.eye(n)
+    W[np.arange(n), partners] += 1.0 - a
+    return W
+
+
+def one_peer_matrix(n, r):
+    """The one-peer exponential graph's W at communication r: node i averages with
+    (i + 2^(r mod tau)) mod n, tau = ceil(log2 n)."""
+    tau = int(np.ceil(np.log2(n)))
+    W = 0.5 * np.eye(n)
+    W[np.arange(n), (np.arange(n) + 2 ** (r % tau)) % n] += 0.5
+    return W
 
 
 def _optimum(inst, d):

@@ -58,11 +58,16 @@ def initial_point(out: np.ndarray, x0, seed: int, d: int) -> None:
     out[:, :d] = x0
 
 
-def schedule(mats: list[list], gamma: np.ndarray, local: int) -> Mixing:
-    """The kernels' Mixing of C cells: cell c mixes with mats[c][0], mats[c][1], ... in
-    turn (P matrices; the cells' p-th ones share one sparsity pattern), communicating every
-    ``local`` steps and with the identity in between (kernels/steps.py: mixing_of)."""
+def schedule(topologies: list, gamma: np.ndarray, local: int) -> Mixing:
+    """The kernels' Mixing of C cells: cell c mixes with the matrices of its topology's
+    period in turn (P matrices, one for a static W; the cells' p-th ones share one sparsity
+    pattern), communicating every ``local`` steps and with the identity in between
+    (kernels/steps.py: mixing_of); a drawn random matching is redrawn by the kernels."""
+    mats = [W.period for W in topologies]
     C, n = len(mats), mats[0][0].n
+    if any(len(m) != len(mats[0]) or W.drawn != topologies[0].drawn
+           for m, W in zip(mats, topologies)):
+        raise FastGTError("cells of a batch must share the kind of topology and its period")
     rows = []  # per matrix of the schedule: (indptr, indices, weights (C, e), beta (C,))
     for p in range(len(mats[0])):
         ref = mats[0][p]
@@ -84,8 +89,10 @@ def schedule(mats: list[list], gamma: np.ndarray, local: int) -> Mixing:
         indices[p, :len(ix)] = ix
         weights[:, p, :len(ix)] = w
     beta = np.ascontiguousarray(np.array([r[3] for r in rows], dtype=np.float64).T)
+    drawn = topologies[0].drawn
+    own = np.zeros((C, 3 * n if drawn else 0), dtype=ref.indices.dtype)
     return Mixing(indptr, indices, weights, beta, (beta != 0.0).any(axis=1), gamma,
-                  int(local))
+                  int(local), 0 if drawn else -1, own)
 
 
 @dataclass(eq=False)
@@ -135,7 +142,7 @@ class Batch:
         self.part = aligned((C, nb, 2, dp))  # per-block column sums
         self.means = aligned((C, 2, dp))  # column means of the mixed quantities
         gamma = np.array([c.gamma for c in cells], dtype=np.float64)
-        self.mix = schedule([[W] for W in Ws], gamma, local_steps)
+        self.mix = schedule(Ws, gamma, local_steps)
         nz = first.noise
         self.oracle = Oracle(np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                              np.array([c.noise.scale for c in cells], dtype=np.float64),
@@ -206,8 +213,8 @@ class Algorithm:
       the exact average), or None: the cell's own
     - ``phases``: passes over the rows per step, each a call of ``blocks`` followed by the
       mean-term reduction of its ``mixed`` arrays (1, or 2 for ATC-GT)
-    - ``check(W) -> str | None``: why W is outside its stability condition (d2), refused
-      unless the run allows it (allow_unstable), or None
+    - ``check(W) -> str | None``: why W is outside its stability condition and the remedies
+      (d2), refused unless the run allows it (allow_unstable), or None
     The update equation is in the module docstring of each algorithm.
     """
 
@@ -232,8 +239,7 @@ class Algorithm:
         """The one-line error of a run on W outside the algorithm's stability condition (the
         same from fastgt.run and from grid files), or None."""
         reason = self.check(W) if self.check else None
-        return reason and (f"{reason}; allowed: lazy=True ((W + I) / 2), or "
-                           "allow_unstable=True to run it anyway")
+        return reason and f"{reason}, or allow_unstable=True to run it anyway"
 
     def blocks_for(self, kernels):
         """The block function compiled for a problem family (its ProblemKernels)."""

@@ -4,8 +4,8 @@
     X(t+1) = W (2 X(t) - X(t-1) - gamma (G(t) - G(t-1)))
 
 On the lazy matrix (W + I) / 2 this is Exact Diffusion (Yuan et al. 2019). It needs
-lambda_n(W) > -1/3 (Tang et al.): fastgt refuses a topology below that unless the run
-says allow_unstable=True.
+lambda_n(W) > -1/3 (Tang et al.) and a static W: fastgt refuses any other topology unless
+the run says allow_unstable=True.
 
 Run on Z(t) = 2 X(t) - X(t-1) - gamma (G(t) - G(t-1)), Z(0) = X(0) - gamma G(0), so that
 X(t+1) = W Z(t). State: Z double-buffered and mixed (S1), G (S2, its first buffer), X (S3).
@@ -78,10 +78,16 @@ def state(batch, arrays, cur, c, t):
 
 def check(W):
     """Tang et al.'s condition lambda_n(W) > -1/3 (equality, as on an even ring with self
-    weight 1/3, is allowed: rounding must not refuse it)."""
+    weight 1/3, is allowed: rounding must not refuse it), on a static W: its correction
+    -X(t-1) + gamma G(t-1) cancels W's fixed point only when W(t) = W(t-1) (measured: it
+    diverges on the time-varying topologies)."""
+    if not W.static:
+        return (f"d2 needs a static W (its correction assumes W(t) = W(t-1)), not the "
+                f"time-varying {W.name}; allowed: a static topology")
     lam = W.spectrum().lambda_n
     if lam < -1 / 3 - 1e-12:
-        return f"d2 needs lambda_n(W) > -1/3: this topology has lambda_n = {lam:.6g}"
+        return (f"d2 needs lambda_n(W) > -1/3: this topology has lambda_n = {lam:.6g}; "
+                "allowed: lazy=True ((W + I) / 2)")
     return None
 
 

@@ -33,7 +33,8 @@ def main():
     """fastgt: fast simulation of Gradient Tracking and D-SGD over sparse graphs."""
 
 
-@main.command(help=f"""Spectrum of topology NAME: lambda2, lambda_n, delta, p, c.
+@main.command(help=f"""Spectrum of topology NAME: lambda2, lambda_n, delta, p, c, p_eff (the
+per-step contraction over a period of a time-varying topology; p for a static one).
 
 NAME is one of {", ".join(TOPOLOGY_CHOICE.choices)}.
 
@@ -52,8 +53,9 @@ def topo(name, vectors, method, as_json, **kw):
 
     W = flat_topology(name, topo_params(kw))
     sp = W.spectrum(vectors=vectors, method=method)
-    out = {"topology": W.name, **W.params, "n": W.n, "nnz": W.nnz, "mean_weight": W.mean_weight,
-           **sp.as_dict()}
+    shape = ({"nnz": W.nnz, "mean_weight": W.mean_weight} if W.static else
+             {"period": "drawn every step" if W.drawn else len(W.period)})
+    out = {"topology": W.name, **W.params, "n": W.n, **shape, **sp.as_dict()}
     if vectors:
         out["u"], out["v"] = sp.u.tolist(), sp.v.tolist()
     if as_json:

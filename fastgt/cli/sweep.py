@@ -62,6 +62,7 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
         _dry_run(cells, out)
         return
     check_dir("--out", out)
+    _theory_notes(cells)
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
     try:
@@ -83,6 +84,20 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     if bad:
         raise ResultError(f"{report.failed} cells failed and {report.status['diverged']} "
                           f"diverged: see `fastgt status {out} --failed`")
+
+
+def _theory_notes(cells) -> None:
+    """Say once, before the work, why some cells will have empty theory_* columns."""
+    from ..theory import TIME_VARYING
+    from ..topology import VARYING
+
+    varying = sorted({c.params["topology"] for c in cells if c.params["topology"] in VARYING})
+    if varying:
+        click.echo(f"note: theory_* columns stay empty for {', '.join(varying)}: {TIME_VARYING}",
+                   err=True)
+    if any(c.params.get("local_steps", 1) != 1 for c in cells):
+        click.echo("note: theory_* columns stay empty for cells with local_steps > 1: their "
+                   "periodic per-mode system is not solved yet", err=True)
 
 
 class Terminated(KeyboardInterrupt):

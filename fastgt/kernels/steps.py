@@ -20,12 +20,16 @@ and read by field name:
              mixed arrays (d here is the padded row width, Batch.dp; the oracle's d is the
              problem's)
     mix    = Mixing(indptr (P + 1, n + 1), indices (P + 1, e), weights (C, P + 1, e),
-                    beta (C, P + 1), mean (C,), gamma (C,), local)
+                    beta (C, P + 1), mean (C,), gamma (C,), local, drawn, own (C, 3 n | 0))
              the cells' mixing schedule, P matrices of one sparsity pattern each (one for a
-             static topology) and, last, the identity: step t communicates when
-             local divides t, with matrix ((t / local) - 1) mod P (mixing_of), and mixes
-             with the identity otherwise (local steps); mean[c]: whether any of cell c's
-             matrices has a mean term (its sums are kept every step)
+             static topology, a period of a time-varying one) and, last, the identity: step t
+             communicates when local divides t, with matrix ((t / local) - 1) mod P
+             (mixing_of), and mixes with the identity otherwise (local steps); mean[c]:
+             whether any of cell c's matrices has a mean term (its sums are kept every step);
+             drawn: the matrix of the schedule (or -1) that is a random matching drawn anew
+             every step (kernels/matching.py): its rows are 3 entries (self, partner, the
+             partner again with weight 0), their columns written by each row, just before
+             its update, into the cell's own indices ``own[c]``
     oracle = Oracle(seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, data)
              xi: the shared draws of each cell's current and previous step (shared_row);
              data: the problem's arrays (its family's namedtuple, kernels/oracles.py)
@@ -48,6 +52,7 @@ from collections import namedtuple
 from numba import njit, prange, typeof, types
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
+from .matching import half_bits, matching_key, partner
 from .mixing import add_row, block_range, reduce_blocks, zero_rows
 from .oracles import GAUSSIAN, STRUCTURED, CellOracle, Node, draw_shared
 from .pointers import pointer
@@ -56,7 +61,8 @@ from .specialize import template
 
 #: the kernels' bundles (fields: module docstring)
 State = namedtuple("State", "S1 S2 S3 scratch grads part means", module=__name__)
-Mixing = namedtuple("Mixing", "indptr indices weights beta mean gamma local", module=__name__)
+Mixing = namedtuple("Mixing", "indptr indices weights beta mean gamma local drawn own",
+                    module=__name__)
 Oracle = namedtuple("Oracle", "seed kind scale xi uv dv d data", module=__name__)
 #: cell c's mixing, as a row update reads it: W's CSR pattern, the cell's weights (nnz,),
 #: mean weight and stepsize, the column means (dp,) of the first and second mixed arrays
@@ -92,6 +98,16 @@ def mixing_of(mix, t):
 
 
 @njit(**INLINE_FLAGS)
+def draw_pair(own, key, i, n, h):
+    """Row i of a drawn matching (Mixing.drawn): columns (i, j, j), j node i's partner (i
+    itself when unmatched), for the weights (self, partner, 0)."""
+    j = partner(key, i, n, h)
+    own[3 * i] = i
+    own[3 * i + 1] = j
+    own[3 * i + 2] = j
+
+
+@njit(**INLINE_FLAGS)
 def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     """Step t of cell c on row blocks [b0, b1), the loop every algorithm shares: per row i,
     node i's noise (gaussian noise drawn now), then the algorithm's update of row i,
@@ -111,8 +127,11 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     kind, uv, sc, d = oracle.kind, oracle.uv, oracle.scale[c], oracle.d
     structured = kind == STRUCTURED
     p = mixing_of(mix, t)
-    cm = CellMix(mix.indptr[p], mix.indices[p], mix.weights[c, p], mix.beta[c, p],
-                 mix.gamma[c], state.means[c, 0], state.means[c, 1])
+    drawn = p == mix.drawn
+    own = mix.own[c]
+    cm = CellMix(mix.indptr[p], own if drawn else mix.indices[p], mix.weights[c, p],
+                 mix.beta[c, p], mix.gamma[c], state.means[c, 0], state.means[c, 1])
+    mkey, h = matching_key(oracle.seed[c], t), half_bits(n)
     sums = mix.mean[c]  # the next step's mean term may need them
     co = CellOracle(kind, oracle.xi if structured else state.scratch[c], shared_row(c, t - 1),
                     oracle.dv, d, oracle.data)
@@ -128,6 +147,8 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
         for i in range(lo, hi):
             if structured:
                 v, u = uv[c, 0, i], uv[c, 1, i]
+            if drawn:
+                draw_pair(own, mkey, i, n, h)
             key = row_key(tkey, i)
             if draw and kind == GAUSSIAN:
                 fill_normals(key, co.N, b, sc, d)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import check_choice, check_float
+from ..errors import FastGTError, check_choice, check_float
 from ..kernels.oracles import GAUSSIAN, NONE, STRUCTURED, stochastic_grads
 from .quadratic import KERNELS, QuadData
 
@@ -37,6 +37,9 @@ def make_noise(name: str, sigma2: float, d: int, W) -> Noise:
     kind = NOISES[name]  # sigma2 = 0 keeps the kind (scale 0): cells of a batch may differ in sigma2
     uv = np.zeros((2, 1))
     if kind == STRUCTURED:
+        if not W.static:
+            raise FastGTError(f"noise='structured' follows W's extreme eigenvectors: it needs "
+                              f"a static topology, not {W.name}; allowed noise: none, gaussian")
         sp = W.spectrum(vectors=True)
         uv = np.ascontiguousarray(np.stack([sp.v, sp.u]) * math.sqrt(W.n))
     return Noise(name, kind, sigma2, math.sqrt(sigma2 / d), uv, (d + 1) // 2)

@@ -20,7 +20,7 @@ from ..theory import THEORY_COLUMNS
 THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: summary entries of a run copied into the cell row (besides the METRICS plateaus and finals)
 SUMMARY_KEYS = ("status", "diverged_step", "steps_done", "loop_time", "steps_per_s", "threads")
-SPECTRUM_KEYS = ("lambda2", "lambda_n", "p", "c")
+SPECTRUM_KEYS = ("lambda2", "lambda_n", "p", "c", "p_eff")
 #: exact theory next to the simulated plateaus (fastgt.theory.theory_columns); graphs without a
 #: closed-form spectrum get it up to this many nodes (a dense eigvalsh per cell)
 THEORY_DENSE_MAX = 4096

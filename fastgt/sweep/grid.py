@@ -297,7 +297,7 @@ def _typed(key: str, val, table, spec: GridSpec, where: str | None):
     try:
         if key not in PARAMS:
             raise _unknown(key)
-        if isinstance(val, list):
+        if isinstance(val, list) and not PARAMS[key].is_value(val):
             if table == "run":
                 raise FastGTError(f"{key} is a list in [run]: lists go in [[grid]] tables "
                                   "(or use --param)")

@@ -45,7 +45,7 @@ _F64 = pa.float64()
 #: declared columns of DIR/cells/*.parquet (extra columns of a file are appended)
 CELL_SCHEMA = pa.schema(
     [pa.field("id", pa.string()), pa.field("status", pa.string()), *_PARAM_FIELDS]
-    + [pa.field(k, _F64) for k in ("lambda2", "lambda_n", "p", "c")]
+    + [pa.field(k, _F64) for k in ("lambda2", "lambda_n", "p", "c", "p_eff")]
     + [pa.field(m, _F64) for m in METRICS]
     + [pa.field(f"final_{m}", _F64) for m in METRICS]
     + [pa.field(k, _F64) for k in THEORY_COLUMNS]

@@ -1,15 +1,21 @@
-"""Communication topologies: ``topology(name, **params) -> MixingMatrix``."""
+"""Communication topologies: ``topology(name, **params) -> MixingMatrix`` (static) or
+``TimeVarying`` (one_peer_exponential, random_matching, cycle: topology/varying.py)."""
 
 from __future__ import annotations
 
 import inspect
 
 from ..errors import FastGTError, bad, check_choice
-from .families import FAMILIES
+from .families import STATIC
 from .mixing import MixingMatrix, validate
 from .spectrum import Spectrum
+from .varying import VARYING, PeriodSpectrum, TimeVarying
 
-__all__ = ["FAMILIES", "MixingMatrix", "Spectrum", "family_params", "topology", "validate"]
+__all__ = ["FAMILIES", "VARYING", "MixingMatrix", "PeriodSpectrum", "Spectrum", "TimeVarying",
+           "family_params", "topology", "validate"]
+
+#: every family by name: the static ones, then the time-varying ones
+FAMILIES = {**STATIC, **VARYING}
 
 
 def family_params(name: str) -> dict:
@@ -21,23 +27,25 @@ def family_params(name: str) -> dict:
     return out
 
 
-def topology(name: str, **params) -> MixingMatrix:
-    """Build and validate a mixing matrix.
+def topology(name: str, **params) -> MixingMatrix | TimeVarying:
+    """Build and validate a mixing matrix, or a time-varying topology.
 
     Families: ring(n, self_weight=1/3), interp_ring(n, alpha, self_weight=1/3),
     torus(rows, cols | n), complete(n), star(n), hypercube(n), exponential(n),
     erdos_renyi(n, prob, seed=0), geometric(n, radius, seed=0), from_edges(edges, n=None),
     from_matrix(W). General graphs take ``weights="metropolis"|"max_degree"``.
+    Time-varying: one_peer_exponential(n), random_matching(n) (drawn every step from the
+    run's seed), cycle(matrices) (a list applied in turn).
     Any family takes ``lazy=True`` for (W + I) / 2.
     """
     lazy = params.pop("lazy", False)
     if not isinstance(lazy, bool):
         raise bad("lazy", lazy, "true or false")
-    if isinstance(name, MixingMatrix):  # already built and validated
+    if isinstance(name, (MixingMatrix, TimeVarying)):  # already built and validated
         if params:
             key = min(params)
-            raise bad(key, params[key], "no parameters except lazy with a MixingMatrix")
-        return validate(name.lazy()) if lazy else name
+            raise bad(key, params[key], "no parameters except lazy with a built topology")
+        return _checked(name.lazy()) if lazy else name
     allowed = family_params(name)
     unknown = sorted(set(params) - set(allowed))
     if unknown:
@@ -47,4 +55,8 @@ def topology(name: str, **params) -> MixingMatrix:
     if missing:
         raise FastGTError(f"topology {name!r} needs {', '.join(missing)}")
     mm = FAMILIES[name](**params)
-    return validate(mm.lazy() if lazy else mm)
+    return _checked(mm.lazy() if lazy else mm)
+
+
+def _checked(W):
+    return validate(W) if W.static else W.validated()

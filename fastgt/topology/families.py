@@ -217,7 +217,8 @@ def from_matrix(W) -> MixingMatrix:
     return MixingMatrix.from_matrix(read_matrix(W) if is_path(W) else W)
 
 
-FAMILIES = {
+#: the static families (topology/__init__.py: FAMILIES adds the time-varying ones)
+STATIC = {
     "ring": ring,
     "interp_ring": interp_ring,
     "torus": torus,

@@ -41,6 +41,10 @@ class MixingMatrix:
     structure: tuple | None = None
     _spectra: dict = field(default_factory=dict, repr=False)
 
+    #: a static topology: the same W at every step (topology/varying.py: TimeVarying)
+    static = True
+    drawn = False
+
     def __post_init__(self):
         self.indptr = np.ascontiguousarray(self.indptr, dtype=np.int64)
         self.indices = np.ascontiguousarray(self.indices, dtype=np.int64)
@@ -51,6 +55,11 @@ class MixingMatrix:
     @property
     def n(self) -> int:
         return len(self.indptr) - 1
+
+    @property
+    def period(self) -> tuple:
+        """The matrices applied in turn: W alone (as TimeVarying.period)."""
+        return (self,)
 
     @property
     def nnz(self) -> int:

@@ -60,10 +60,15 @@ class Spectrum:
     def c(self) -> float:
         return self.gapn * (2.0 - self.gapn) if self.gapn < 1.0 else 1.0
 
+    @property
+    def p_eff(self) -> float:
+        """A time-varying topology's per-step contraction (topology/varying.py); p here."""
+        return self.p
+
     def as_dict(self) -> dict:
         return {"lambda2": self.lambda2, "lambda_n": self.lambda_n, "gap2": self.gap2,
                 "gapn": self.gapn, "delta": self.delta, "p": self.p, "c": self.c,
-                "method": self.method}
+                "p_eff": self.p_eff, "method": self.method}
 
 
 def compute_spectrum(mm, vectors: bool = False, method: str = "auto") -> Spectrum:

@@ -133,7 +133,7 @@ def test_flat_form_is_the_same_run():
      "alpha does not apply to topology 'ring': allowed n, self_weight, lazy"),
     ({"topology": "ring", "n": 8, "zeta": 1.0},
      "zeta does not apply to problem 'quadratic': allowed no parameters"),
-    ({"topology": W8, "n": 8}, "n does not apply to a built MixingMatrix"),
+    ({"topology": W8, "n": 8}, "n does not apply to a built topology"),
     ({"topology": "ring", "n": 8, "problem": fastgt.problem("consensus"), "zeta": 1.0},
      "zeta does not apply to a built problem spec"),
     ({"topology": "ring", "n": "8"}, "n='8' is invalid"),

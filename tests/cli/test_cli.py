@@ -430,3 +430,22 @@ def test_a_grid_with_d2_on_a_refused_topology_is_an_error_before_any_work(tmp_pa
     one_error(invoke("grid", spec, "--out", tmp_path / "out"), 2,
               "cell with algorithm=d2, cols=5", "lambda_n = -0.523607", "lazy=True")
     assert not (tmp_path / "out").exists()
+
+
+def test_time_varying_topologies_from_the_shell():
+    """topo prints the period and p_eff; run takes cycle's matrices as JSON; theory,
+    eigenvectors and Setup B are refused in one line (exit 2)."""
+    res = invoke("topo", "one_peer_exponential", "--n", "16", "--json")
+    assert res.exit_code == 0, res.output
+    assert '"period": 4' in res.output and '"p_eff": 1.0' in res.output
+    mats = '[{"topology": "ring", "n": 8}, {"topology": "complete", "n": 8}]'
+    res = invoke("run", "--topology", "cycle", "--matrices", mats, "--d", "3", "--steps", "20",
+                 "--record-every", "5", "--quiet")
+    assert res.exit_code == 0, res.output
+    one_error(invoke("topo", "random_matching", "--n", "8", "--vectors"), 2, "no eigenvectors")
+    one_error(invoke("theory", "--topology", "random_matching", "--n", "8"), 2,
+              "static topologies only")
+    one_error(invoke("run", "--topology", "random_matching", *TINY, "--noise", "structured"), 2,
+              "needs a static topology")
+    one_error(invoke("run", "--topology", "cycle", "--matrices", "[1]", *TINY[2:]), 2,
+              "matrices='[1]' is invalid", "topology tables")

@@ -123,6 +123,16 @@ ERRORS = [
      ["--set alpha=0.5", "alpha does not apply"]),
     ('[run]\ntopology = "ring"\nn = 8\n', ["--param", "n=8,x"], ["--param n=8,x", "n='x'"]),
     ('[run]\ntopology = "ring"\nn = 8\n', ["--set", "steps"], ["--set='steps'", "key=value"]),
+    ('[run]\ntopology = "cycle"\nmatrices = [1, 2]\n', [],
+     ["line 3", "list in [run]"]),
+    ('[run]\ntopology = "cycle"\nmatrices = [{n = 8}]\n', [],
+     ["line 3", "a list of topology tables"]),
+    ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 8}, {topology = "ring", n = 9}]\n',
+     [], ["cell with", "matrix 1 has n=9"]),
+    ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 8, prob = 0.5}]\n',
+     [], ["cell with", "prob does not apply to topology 'ring'"]),
+    ('[run]\ntopology = "one_peer_exponential"\nn = 8\nalgorithm = "d2"\n', [],
+     ["algorithm=d2", "d2 needs a static W"]),
 ]
 
 
@@ -209,3 +219,15 @@ def test_per_cell_parameters_agree_with_run_batch():
     run_scope = {k for k in PER_CELL if PARAMS[k].scope == "run"}
     assert run_scope == set(CELL_KEYS) - {"topology", "x0"}
     assert {k for k in PER_CELL if PARAMS[k].scope == "topology"} == {"alpha", "self_weight"}
+
+
+def test_a_list_of_tables_is_one_value_and_a_list_of_them_an_axis():
+    text = ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 8}]\n\n'
+            '[[grid]]\nseed = [0, 1]\n\n[[grid]]\nmatrices = [[{topology = "ring", n = 8}], '
+            '[{n = 8, topology = "complete"}, {topology = "ring", n = 8}]]\n')
+    cells = G.parse_spec(text).cells()
+    mats = sorted({c.params["matrices"] for c in cells})
+    assert len(cells) == 3 and mats == [
+        '[{"n":8,"topology":"complete"},{"n":8,"topology":"ring"}]', '[{"n":8,"topology":"ring"}]']
+    again = G.parse_spec(G.parse_spec(text).to_toml()).cells()  # DIR/grid.toml reads back
+    assert [c.id for c in again] == [c.id for c in cells]

@@ -408,3 +408,41 @@ def test_workers_import_the_drivers_fastgt_not_the_working_directorys(tmp_path):
                           cwd=decoy, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _summary(proc.stdout + proc.stderr)["ok"] == 2
+
+
+def test_time_varying_topologies_in_a_grid(tmp_path):
+    """One-peer, random matchings and a cycle given as topology tables: cells equal to
+    direct runs, p_eff beside the spectrum, theory columns empty with the reason said once,
+    and a list of lists of tables as a grid axis."""
+    spec = tmp_path / "tv.toml"
+    spec.write_text(
+        '[run]\nd = 3\nsteps = 40\nrecord_every = 10\nstepsize = 0.05\n\n'
+        '[[grid]]\ntopology = ["one_peer_exponential", "random_matching"]\nn = 16\n'
+        'seed = [0, 1]\n\n'
+        '[[grid]]\ntopology = "cycle"\n'
+        'matrices = [[{topology = "ring", n = 16}, {topology = "torus", rows = 4, cols = 4}],\n'
+        '            [{topology = "complete", n = 16}]]\n')
+    out = tmp_path / "out"
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), "--workers", "1",
+                                        "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("theory_* columns stay empty") == 1
+    assert "one_peer_exponential, random_matching" in res.output  # cycle too, in the list
+    cells, _ = load(out)
+    assert len(cells) == 6 and (cells["status"] == "ok").all()
+    assert cells["theory_loss_nodes"].isna().all()
+    one_peer = cells[cells["topology"] == "one_peer_exponential"]
+    assert (one_peer["p_eff"] == 1.0).all() and one_peer["lambda2"].isna().all()
+    row = cells[cells["topology"] == "random_matching"].set_index("seed").loc[1]
+    direct = fastgt.run(topology="random_matching", n=16, d=3, steps=40, record_every=10,
+                        stepsize=0.05, seed=1)
+    assert row["loss_nodes"] == direct.summary["loss_nodes"]
+    cyc = cells[cells["topology"] == "cycle"]
+    assert sorted(cyc["p_eff"].round(12)) == sorted(
+        [round(fastgt.topology("cycle", matrices=m).spectrum().p_eff, 12) for m in (
+            [fastgt.topology("ring", n=16), fastgt.topology("torus", rows=4, cols=4)],
+            [fastgt.topology("complete", n=16)])])
+    direct = fastgt.run(topology="cycle", matrices=[{"topology": "complete", "n": 16}], d=3,
+                        steps=40, record_every=10, stepsize=0.05)
+    row = cyc[cyc["p_eff"] == 1.0].iloc[0]
+    assert row["loss_nodes"] == direct.summary["loss_nodes"]

@@ -1,0 +1,202 @@
+"""Time-varying topologies: their matrices, p_eff against dense products and the
+closed forms' derivations, the matchings' distribution, and every refusal."""
+
+import itertools
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import chi2
+
+import fastgt
+from fastgt.errors import DegenerateGraphError, FastGTError
+from fastgt.kernels.matching import partners
+from fastgt.topology import varying
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+import reference as ref
+
+
+def _dense_peff(mats):
+    """1 - ||W(P-1)...W(0) - J||_2^(2/P), by dense products."""
+    n = len(mats[0])
+    Pi = np.eye(n)
+    for M in mats:
+        Pi = M @ Pi
+    norm = np.linalg.norm(Pi - 1.0 / n, 2)
+    return 1.0 - (0.0 if norm < 1e-13 else norm) ** (2.0 / len(mats))
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 12, 16, 100, 128])
+def test_one_peer_matrices_and_p_eff(n):
+    W = fastgt.topology("one_peer_exponential", n=n)
+    tau = math.ceil(math.log2(n))
+    assert len(W.period) == tau
+    mats = [m.to_dense() for m in W.period]
+    for r, M in enumerate(mats):
+        np.testing.assert_array_equal(M, ref.one_peer_matrix(n, r))
+    sp = W.spectrum()
+    assert sp.p_eff == pytest.approx(_dense_peff(mats), abs=1e-12)
+    if n & (n - 1) == 0:  # a power of 2: one period averages exactly
+        assert sp.p_eff == 1.0
+    else:
+        assert 0.0 < sp.p_eff < 1.0
+    if n > 2:  # not symmetric: no per-matrix eigenvalues
+        assert np.isnan(sp.lambda2) and np.isnan(sp.p) and np.isnan(sp.c)
+
+
+def test_lazy_one_peer_is_the_average_with_the_identity():
+    W = fastgt.topology("one_peer_exponential", n=12, lazy=True)
+    for r, m in enumerate(W.period):
+        np.testing.assert_allclose(m.to_dense(), 0.5 * (ref.one_peer_matrix(12, r) + np.eye(12)),
+                                   atol=1e-15)
+    assert W.spectrum().p_eff == pytest.approx(_dense_peff([m.to_dense() for m in W.period]),
+                                               abs=1e-12)
+    assert W.params == {"n": 12, "lazy": True}
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 10, 101])
+def test_matchings_are_maximal(n):
+    """Every step's partners form an involution with one fixed point exactly when n is odd."""
+    for t in range(1, 40):
+        j = partners(3, t, n)
+        np.testing.assert_array_equal(j[j], np.arange(n))
+        assert np.sum(j == np.arange(n)) == n % 2
+
+
+def _matching_id(j):
+    return tuple(sorted((min(a, b), max(a, b)) for a, b in enumerate(j)))
+
+
+@pytest.mark.parametrize("n,count,T", [(3, 3, 3000), (4, 3, 3000), (5, 15, 6000),
+                                       (6, 15, 6000), (8, 105, 30000)])
+def test_matchings_are_uniform(n, count, T):
+    """Over T steps, every maximal matching of n nodes comes up about equally often:
+    chi-square test at level 1e-4 (the seeds are fixed: this is deterministic). Small n
+    is where a Feistel network is weakest (kernels/matching.py)."""
+    seen = {}
+    for t in range(1, T + 1):
+        key = _matching_id(partners(11, t, n))
+        seen[key] = seen.get(key, 0) + 1
+    assert len(seen) == count
+    obs = np.array(list(seen.values()))
+    stat = np.sum((obs - T / count) ** 2 / (T / count))
+    assert stat < chi2.ppf(1 - 1e-4, count - 1), stat
+
+
+@pytest.mark.parametrize("n,T", [(40, 5000), (200, 5000)])
+def test_matching_pairs_are_uniform(n, T):
+    """Every pair of nodes is matched about equally often (probability 1/(n - 1)): a
+    chi-square over the n(n-1)/2 pairs at level 1e-4 (the pairs of one matching are
+    slightly negatively correlated, which only lowers the statistic)."""
+    counts = np.zeros((n, n))
+    for t in range(1, T + 1):
+        counts[np.arange(n), partners(7, t, n)] += 1
+    obs = counts[np.triu_indices(n, 1)]
+    e = T / (n - 1)
+    stat = np.sum((obs - e) ** 2 / e)
+    assert stat < chi2.ppf(1 - 1e-4, len(obs) - 1), stat
+
+
+@pytest.mark.parametrize("n,lazy", [(6, False), (7, False), (6, True)])
+def test_matching_p_eff_is_the_expected_contraction(n, lazy):
+    """p_eff = 1 - lambda_max(E[W^T W] - J) (closed form): against the average of W^T W
+    over 20000 drawn matchings; each entry of the average has standard error below
+    0.5 / sqrt(20000) = 0.0035, so its top eigenvalue on the mean-zero space is within
+    n * 4 * 0.0035 of the exact one."""
+    W = fastgt.topology("random_matching", n=n, lazy=lazy)
+    T = 20000
+    acc = np.zeros((n, n))
+    for t in range(1, T + 1):
+        M = W.at(t - 1, seed=2).to_dense()
+        acc += M.T @ M
+    E = acc / T - 1.0 / n
+    Q = np.linalg.qr(np.column_stack([np.ones(n), np.eye(n)[:, 1:]]))[0][:, 1:]
+    top = np.linalg.eigvalsh(Q.T @ E @ Q).max()
+    assert W.spectrum().p_eff == pytest.approx(1.0 - top, abs=n * 4 * 0.5 / math.sqrt(T))
+    a = 0.75 if lazy else 0.5
+    assert W.spectrum().lambda_n == 2 * a - 1 and W.spectrum().lambda2 == 1.0
+
+
+def test_cycle_p_eff_and_shared_per_matrix_values():
+    ring = fastgt.topology("ring", n=10, self_weight=0.2)
+    same = fastgt.topology("cycle", matrices=[ring, ring])
+    sp = same.spectrum()
+    assert sp.lambda2 == pytest.approx(ring.spectrum().lambda2, abs=1e-12)
+    assert sp.p_eff == pytest.approx(ring.spectrum().p, abs=1e-12)  # P = 2 of one W: p
+    mixed = fastgt.topology("cycle", matrices=[ring, ref.one_peer_matrix(10, 1)])
+    assert np.isnan(mixed.spectrum().lambda2)
+    assert mixed.spectrum().p_eff == pytest.approx(
+        _dense_peff([ring.to_dense(), ref.one_peer_matrix(10, 1)]), abs=1e-12)
+
+
+def test_large_products_go_through_lanczos(monkeypatch):
+    """Beyond DENSE_MAX the product's norm comes from svds on the product operator: the
+    same value as the dense product."""
+    mats = [fastgt.topology("erdos_renyi", n=60, prob=0.1, seed=0),
+            fastgt.MixingMatrix.from_sparse(ref.one_peer_matrix(60, 2)),
+            fastgt.topology("interp_ring", n=60, alpha=0.9)]  # a mean term
+    dense, how = varying._product_norm(mats)
+    assert how == "dense"
+    monkeypatch.setattr(varying, "DENSE_MAX", 10)
+    sparse, how = varying._product_norm(mats)
+    assert how == "sparse" and sparse == pytest.approx(dense, rel=1e-9)
+
+
+@pytest.mark.parametrize("matrices,match", [
+    ([], "a non-empty list"),
+    ("ring", "a non-empty list"),
+    ([np.ones((2, 3))], "square n x n"),
+    ([[["a"]]], "square matrices of numbers"),
+    ([np.full((3, 3), 0.5)], "doubly stochastic: max |row sum - 1|"),
+    ([np.array([[1.0, 0.0], [1.0, 0.0]])], "doubly stochastic: max |column sum - 1|"),
+    ([np.array([[1.5, -0.5], [-0.5, 1.5]])], "nonnegative"),
+    ([np.eye(4)], "does not contract"),
+    ([np.eye(4), np.eye(3) / 1.0], "matrix 1 has n=3"),
+])
+def test_cycle_refusals(matrices, match):
+    with pytest.raises(FastGTError, match=match):
+        fastgt.topology("cycle", matrices=matrices)
+
+
+def test_cycle_of_a_time_varying_topology_is_refused():
+    with pytest.raises(FastGTError, match="static mixing matrices"):
+        fastgt.topology("cycle", matrices=[fastgt.topology("random_matching", n=4)])
+
+
+def test_non_contracting_cycle_is_a_degenerate_graph():
+    """Each matrix disconnected, the union too: p_eff = 0 (a DegenerateGraphError, as a
+    disconnected static graph)."""
+    half = np.kron(np.eye(2), np.full((2, 2), 0.5))
+    with pytest.raises(DegenerateGraphError):
+        fastgt.topology("cycle", matrices=[half, half])
+    swap = np.eye(4)[[1, 0, 3, 2]] * 0.5 + np.eye(4)[[2, 3, 0, 1]] * 0.5  # links the halves
+    assert fastgt.topology("cycle", matrices=[half, swap]).spectrum().p_eff > 0
+
+
+def test_time_varying_has_no_theory_and_no_eigenvectors():
+    W = fastgt.topology("one_peer_exponential", n=8)
+    with pytest.raises(FastGTError, match="static topologies only"):
+        fastgt.theory.stationary(W, "gt", 0.01)
+    with pytest.raises(FastGTError, match="static topologies only"):
+        fastgt.theory.max_stepsize(W, "gt")
+    with pytest.raises(FastGTError, match="no eigenvectors"):
+        W.spectrum(vectors=True)
+    assert fastgt.theory.theory_columns(W, "gt", 0.01, 1.0, "quadratic", "gaussian", 4) == {}
+
+
+def test_topology_of_a_built_time_varying_topology():
+    W = fastgt.topology("random_matching", n=6)
+    assert fastgt.topology(W) is W
+    assert fastgt.topology(W, lazy=True).spectrum().lambda_n == 0.5
+    with pytest.raises(FastGTError, match="no parameters except lazy"):
+        fastgt.topology(W, n=3)
+
+
+def test_matching_seeds_give_different_matchings():
+    a = [tuple(partners(1, t, 50)) for t in range(1, 30)]
+    b = [tuple(partners(2, t, 50)) for t in range(1, 30)]
+    assert len(set(a)) == len(a) and not set(a) & set(b)
+    assert all(x != y for x, y in itertools.pairwise(a))

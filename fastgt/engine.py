@@ -108,11 +108,13 @@ class Plan:
     record_every: int
     parallel: str
     t_start: float
+    topology_y: object = None
 
 
 def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
             noise: str = "gaussian", d: int = 100, steps: int = 1000, record_every: int = 100,
-            parallel: str = "auto", local_steps: int = 1, allow_unstable: bool = False) -> Plan:
+            parallel: str = "auto", local_steps: int = 1, allow_unstable: bool = False,
+            topology_y=None) -> Plan:
     """Check every argument (one-line FastGTError) and build the problem instance; see
     fastgt.run_batch for their meaning."""
     t_start = time.perf_counter()
@@ -132,12 +134,15 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
             refusal = algo.refusal(W)
             if refusal:
                 raise FastGTError(refusal)
+    wy = checked_topology_y(topology_y, algo, parsed[0].W.n)
     prob = spec.build(parsed[0].W.n, d)
     shared = {"algorithm": algo.name, "problem": spec.name,
               **{f"problem_{k}": v for k, v in spec.params.items() if np.isscalar(v)},
               "noise": noise, "d": d, "steps": steps, "record_every": record_every,
               "local_steps": local_steps}
-    return Plan(algo, parsed, prob, shared, steps, record_every, parallel, t_start)
+    if wy is not None:
+        shared["topology_y"] = wy.describe()
+    return Plan(algo, parsed, prob, shared, steps, record_every, parallel, t_start, wy)
 
 
 def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunResult]:
@@ -148,7 +153,7 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
     if threads is None and len(parsed) == 1 and parsed[0].W.n * prob.d < SMALL_RUN:
         threads = 1
     with numba_threads(threads) as nthreads:
-        batch = Batch(parsed, prob, algo.mixing, shared["local_steps"])
+        batch = Batch(parsed, prob, algo.mixing, shared["local_steps"], plan.topology_y)
         arrays = algo.init(batch)
         recs = [_Recorder(algo, arrays, c, batch) for c in range(batch.C)]
         by_cells = parallel == "cells" or (parallel == "auto" and 1 < nthreads <= batch.C)
@@ -175,6 +180,25 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         out.append(RunResult(records, summary, config,
                              LazyState(algo.state(batch, arrays, cur, c, t))))
     return out
+
+
+def checked_topology_y(Wy, algo, n: int):
+    """The tracking variable's own matrix, checked against the algorithm and the topology's
+    n (None: y mixes with W)."""
+    if Wy is None:
+        return None
+    if not algo.topology_y:
+        from .algorithms import ALGORITHMS
+
+        takers = ", ".join(k for k, a in ALGORITHMS.items() if a.topology_y)
+        raise bad("topology_y", getattr(Wy, "name", Wy),
+                  f"only with the algorithms that track gradients ({takers}), not {algo.name}")
+    if not isinstance(Wy, MixingMatrix):
+        raise bad("topology_y", getattr(Wy, "name", Wy),
+                  "a static MixingMatrix, e.g. fastgt.topology('ring', n=300, self_weight=0.5)")
+    if Wy.n != n:
+        raise FastGTError(f"topology_y has n={Wy.n}, the topology n={n}: allowed the same n")
+    return Wy
 
 
 def _parse_cell(cell: dict, noise: str, d: int) -> Cell:

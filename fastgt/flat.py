@@ -97,6 +97,20 @@ def flat_topology(name: str, params: dict, memo: dict | None = None) -> MixingMa
     return memo[key]
 
 
+def table_topology(table, memo: dict | None = None):
+    """A topology from one table ({"topology": "ring", "n": 16, ...} in the flat form, or
+    its JSON text), or a built one as it is (topology_y, cycle's matrices)."""
+    if isinstance(table, str):
+        from .params import PARAMS
+
+        PARAMS["topology_y"].validate("topology_y", table)
+        table = json.loads(table)
+    if not isinstance(table, dict):
+        return table
+    rest = {k: v for k, v in table.items() if k != "topology"}
+    return flat_topology(table.get("topology"), rest, memo)
+
+
 def _tables(tkw: dict, memo: dict | None = None) -> dict:
     """tkw with cycle's ``matrices`` built: a topology table (or the JSON text of a list of
     them) becomes its topology; built matrices and arrays pass as they are."""
@@ -108,12 +122,8 @@ def _tables(tkw: dict, memo: dict | None = None) -> dict:
 
         PARAMS["matrices"].validate("matrices", mats)
         mats = json.loads(mats)
-    built = []
-    for m in mats if isinstance(mats, list) else [mats]:
-        if isinstance(m, dict):
-            rest = {k: v for k, v in m.items() if k != "topology"}
-            m = flat_topology(m.get("topology"), rest, memo)
-        built.append(m)
+    built = [table_topology(m, memo) if isinstance(m, dict) else m
+             for m in (mats if isinstance(mats, list) else [mats])]
     return {**tkw, "matrices": built}
 
 

@@ -38,11 +38,16 @@ class Param:
     choices: object = None
     default: object = None
     per_cell: bool = False
-    tables: bool = False  # a value is a list of tables, kept as canonical JSON text
+    #: "table" or "list" (of tables): such a value, kept as canonical JSON text
+    tables: str | None = None
 
     def is_value(self, value) -> bool:
-        """Whether a list is one value (a list of tables) rather than a grid axis."""
-        return self.tables and isinstance(value, list) and all(isinstance(v, dict) for v in value)
+        """Whether a table (a list of tables) is one value of this parameter (not a grid
+        axis)."""
+        if self.tables == "table":
+            return isinstance(value, dict)
+        return self.tables == "list" and isinstance(value, list) and all(
+            isinstance(v, dict) for v in value)
 
     @property
     def flag(self) -> str:
@@ -99,17 +104,30 @@ def _weights():
     return WEIGHT_RULES
 
 
+def _is_table(t) -> bool:
+    return isinstance(t, dict) and isinstance(t.get("topology"), str)
+
+
+def _json(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def _tables(name, text):
     """A list of topology tables, each naming a static family: {"topology": "ring", "n": 16}."""
-    try:
-        tables = json.loads(text)
-    except ValueError:
-        tables = None
-    if not (isinstance(tables, list) and tables and all(isinstance(t, dict) and
-                                                        isinstance(t.get("topology"), str)
-                                                        for t in tables)):
+    tables = _json(text)
+    if not (isinstance(tables, list) and tables and all(_is_table(t) for t in tables)):
         raise bad(name, text, 'a list of topology tables, e.g. [{topology = "ring", n = 16}, '
                   '{topology = "torus", n = 16}] (JSON on the command line)')
+
+
+def _table(name, text):
+    """One topology table: {"topology": "ring", "n": 16, "self_weight": 0.5}."""
+    if not _is_table(_json(text)):
+        raise bad(name, text, 'a topology table, e.g. {topology = "ring", n = 16, '
+                  'self_weight = 0.5} (JSON on the command line)')
 
 
 def _int(lo, hi=None):
@@ -144,6 +162,10 @@ _DECLARED = [
           default=0, per_cell=True),
     Param("local_steps", int, "run", "communicate on every k-th step only, W = I on the others "
           "(the paper's local steps; default 1)", _int(1)),
+    Param("topology_y", str, "run", "gt, gt_atc: a second mixing matrix for the tracking "
+          "variable y (the paper's different mixing for x and y), a topology table of the "
+          "same n (JSON on the command line: '{\"topology\": \"ring\", \"n\": 16}')",
+          _table, tables="table"),
     Param("allow_unstable", bool, "run", "run an algorithm on a topology outside its stability "
           "condition (d2: lambda_n(W) > -1/3) and let the divergence be recorded"),
     # ------------------------------------------------------------- topology
@@ -167,7 +189,7 @@ _DECLARED = [
     Param("matrices", str, "topology", "cycle: the mixing matrices applied in turn, a list of "
           "topology tables (JSON on the command line: "
           "'[{\"topology\": \"ring\", \"n\": 16}, {\"topology\": \"torus\", \"n\": 16}]')",
-          _tables, tables=True),
+          _tables, tables="list"),
     # -------------------------------------------------------------- problem
     Param("zeta", float, "problem",
           "heterogeneity of the drawn consensus / hetero_quadratic problems", _float(0.0)),

@@ -5,7 +5,7 @@ fastgt.warmup), then the engine runs (fastgt.engine). No file I/O."""
 from __future__ import annotations
 
 from .engine import CELL_KEYS, RunResult, execute, prepare
-from .flat import build
+from .flat import build, table_topology
 from .metrics import METRICS
 from .topology import MixingMatrix
 from .warmup import ensure_warm
@@ -17,7 +17,7 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
         noise: str = "gaussian", sigma2: float = 1.0, d: int = 100, stepsize: float = 0.01,
         steps: int = 1000, record_every: int = 100, seed: int = 0, x0=None,
         threads: int | None = None, progress=None, local_steps: int = 1,
-        allow_unstable: bool = False, **params) -> RunResult:
+        allow_unstable: bool = False, topology_y=None, **params) -> RunResult:
     """Simulate ``algorithm`` (a name of fastgt.algorithms.ALGORITHMS: gt, centralized, d2,
     dsgd, extra, gt_atc) on mixing matrix ``topology``.
 
@@ -34,30 +34,39 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     the identity on the others (the paper's local-step relaxation).
     allow_unstable: run even on a topology outside the algorithm's stability condition
     (d2 needs lambda_n(W) > -1/3; refused otherwise), recording the divergence.
+    topology_y (gt, gt_atc): a second, static mixing matrix of the same n for the tracking
+    variable y (the paper's different mixing for x and y): a MixingMatrix or a topology
+    table, ``{"topology": "ring", "n": 30, "self_weight": 0.5}``.
     A parameter that neither the topology nor the problem takes is refused by name.
     """
     if params or isinstance(topology, str):
         topology, problem = build(topology, problem, params)
+    if topology_y is not None:
+        topology_y = table_topology(topology_y)
     cell = {"topology": topology, "stepsize": stepsize, "sigma2": sigma2, "seed": seed, "x0": x0}
     return run_batch([cell], algorithm=algorithm, problem=problem, noise=noise, d=d, steps=steps,
                      record_every=record_every, threads=threads, progress=progress,
-                     local_steps=local_steps, allow_unstable=allow_unstable)[0]
+                     local_steps=local_steps, allow_unstable=allow_unstable,
+                     topology_y=topology_y)[0]
 
 
 def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
               noise: str = "gaussian", d: int = 100, steps: int = 1000, record_every: int = 100,
               threads: int | None = None, progress=None, parallel: str = "auto",
-              local_steps: int = 1, allow_unstable: bool = False) -> list[RunResult]:
+              local_steps: int = 1, allow_unstable: bool = False,
+              topology_y=None) -> list[RunResult]:
     """Several runs advanced together by one compiled loop; results equal ``run``'s bit for bit.
 
-    Each cell is a dict with ``topology`` (a MixingMatrix) and optionally ``stepsize``,
-    ``sigma2``, ``seed``, ``x0`` (defaults as in ``run``); all topologies must share one
-    sparsity pattern (e.g. interp_ring with several alphas, rings with several self weights).
+    Each cell is a dict with ``topology`` (a MixingMatrix or TimeVarying) and optionally
+    ``stepsize``, ``sigma2``, ``seed``, ``x0`` (defaults as in ``run``); all topologies must
+    share one sparsity pattern (e.g. interp_ring with several alphas, rings with several self
+    weights); ``topology_y`` (as in ``run``) is shared by all.
     parallel: "cells" (each thread advances whole cells: no per-step barrier), "blocks"
     (every step split over row blocks) or "auto" (cells when there are at least as many
     cells as threads). The choice changes the speed, never the numbers.
     """
     plan = prepare(cells, algorithm, problem, noise, d, steps, record_every, parallel,
-                   local_steps, allow_unstable)
+                   local_steps, allow_unstable,
+                   None if topology_y is None else table_topology(topology_y))
     ensure_warm((plan.algo.name,))  # after the checks: a typo never waits for a compile
     return execute(plan, threads, progress)

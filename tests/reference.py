@@ -18,11 +18,11 @@ def gt_init(X, oracle, gamma):
     return {"X": X, "Y": G.copy(), "G": G}
 
 
-def gt_step(s, W, oracle, gamma, t):
-    """Paper Algorithm 1."""
+def gt_step(s, W, oracle, gamma, t, Wy=None):
+    """Paper Algorithm 1; Wy: y's own matrix (topology_y), else W."""
     X = W @ (s["X"] - gamma * s["Y"])
     G = oracle(X, t + 1)
-    return {"X": X, "Y": W @ s["Y"] + G - s["G"], "G": G}
+    return {"X": X, "Y": (W if Wy is None else Wy) @ s["Y"] + G - s["G"], "G": G}
 
 
 def dsgd_init(X, oracle, gamma):
@@ -46,11 +46,12 @@ def d2_step(s, W, oracle, gamma, t):
     return {"X": X, "G": G, "Z": 2 * X - s["X"] - gamma * (G - s["G"])}
 
 
-def gt_atc_step(s, W, oracle, gamma, t):
-    """X(t+1) = W (X(t) - gamma Y(t)); Y(t+1) = W (Y(t) + G(t+1) - G(t))."""
+def gt_atc_step(s, W, oracle, gamma, t, Wy=None):
+    """X(t+1) = W (X(t) - gamma Y(t)); Y(t+1) = Wy (Y(t) + G(t+1) - G(t)), Wy = W unless
+    given (topology_y)."""
     X = W @ (s["X"] - gamma * s["Y"])
     G = oracle(X, t + 1)
-    return {"X": X, "Y": W @ (s["Y"] + G - s["G"]), "G": G}
+    return {"X": X, "Y": (W if Wy is None else Wy) @ (s["Y"] + G - s["G"]), "G": G}
 
 
 def extra_init(X, oracle, gamma):
@@ -88,28 +89,31 @@ TWINS = {"gt": (gt_init, gt_step), "dsgd": (dsgd_init, dsgd_step), "d2": (d2_ini
          "gt_atc": (gt_init, gt_atc_step)}  # ATC-GT starts as GT: Y(0) = G(0)
 
 
-def simulate(algorithm, Wd, oracle, gamma, x0, steps, local_steps=1):
+def simulate(algorithm, Wd, oracle, gamma, x0, steps, local_steps=1, Wy=None):
     """The states of ``algorithm`` (a key of TWINS) for t = 0..steps: W dense, or a function
     W(r) giving the dense matrix of the r-th communication (r = 0, 1, ...: a time-varying
     topology), oracle(X, t) the stochastic gradient of step t at X (e.g. inst.grad(X) +
     noise(t), or a minibatch gradient). With local steps k, step t (from t to t + 1) mixes
-    with W when k divides t + 1 and with the identity otherwise."""
+    with W when k divides t + 1 and with the identity otherwise. Wy: the tracking
+    variable's own dense matrix (gt, gt_atc: topology_y), the identity on local steps too."""
     init, step = TWINS[algorithm]
     states = [init(np.array(x0, dtype=float), oracle, gamma)]
     x0 = np.asarray(x0)
     I = np.eye(len(x0))
     for t in range(steps):
-        if (t + 1) % local_steps:
+        local = (t + 1) % local_steps
+        if local:
             W = I
         else:
             W = Wd((t + 1) // local_steps - 1) if callable(Wd) else Wd
-        states.append(step(states[-1], W, oracle, gamma, t))
+        extra = {} if Wy is None else {"Wy": I if local else Wy}
+        states.append(step(states[-1], W, oracle, gamma, t, **extra))
     return states
 
 
 # ------------------------------------------------------------------ time-varying topologies
-# written from the docstrings of fastgt/kernels/matching.py and fastgt/kernels/rng.py, in
-# Python integers (mod 2^64), without fastgt's code
+# written from the docstrings of fastgt/kernels/matching.py and fastgt/kernels/rng.py
+# (SplitMix64, uniform_index), in Python integers (mod 2^64), without fastgt's code
 _U64 = (1 << 64) - 1
 _GOLDEN, _M1, _M2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 
@@ -122,27 +126,18 @@ def _mix64(z):
 
 def matching_partners(seed, t, n):
     """Every node's partner in the random matching of step t (the iterate it makes, t >= 1)
-    of the run with this seed: a 6-round Feistel permutation pi of 2h-bit words (4^h >= n,
-    h >= 3) with cycle walking, keyed by the run seed's matching stream (stream 2) at step
-    t; the nodes at positions 2m and 2m + 1 of pi are partners."""
+    of the run with this seed: an inside-out Fisher-Yates shuffle pi of [0, n) (for i = 0..n-1:
+    j uniform in [0, i], pi[i] = pi[j], pi[j] = i) whose j is draw i of the step's key in the
+    run seed's matching stream (stream 2); the nodes at positions 2m and 2m + 1 of pi are
+    partners."""
     skey = _mix64((_mix64((seed + _GOLDEN) & _U64) ^ (2 * _M1)) & _U64)
-    k = _mix64((skey + (t + 1) * _GOLDEN) & _U64)
-    keys = [(k + r * _GOLDEN) & _U64 for r in range(1, 7)]
-    h = 3
-    while 4**h < n:
-        h += 1
-    mask = (1 << h) - 1
-
-    def perm(x):
-        while True:
-            left, right = x >> h, x & mask
-            for kr in keys:
-                left, right = right, left ^ (_mix64(right ^ kr) & mask)
-            x = (left << h) | right
-            if x < n:
-                return x
-
-    pi = [perm(x) for x in range(n)]
+    key = _mix64((skey + (t + 1) * _GOLDEN) & _U64)
+    pi = [0] * n
+    for i in range(n):
+        u = (_mix64((key - (i + 1) * _GOLDEN) & _U64) >> 12) / 2.0**52
+        j = min(i, int(u * (i + 1)))
+        pi[i] = pi[j]
+        pi[j] = i
     out = np.arange(n)
     for m in range(0, n - 1, 2):
         out[pi[m]], out[pi[m + 1]] = pi[m + 1], pi[m]

@@ -58,16 +58,18 @@ def initial_point(out: np.ndarray, x0, seed: int, d: int) -> None:
     out[:, :d] = x0
 
 
-def schedule(topologies: list, gamma: np.ndarray, local: int) -> Mixing:
+def schedule(topologies: list, gamma: np.ndarray, local: int, wy=None) -> Mixing:
     """The kernels' Mixing of C cells: cell c mixes with the matrices of its topology's
     period in turn (P matrices, one for a static W; the cells' p-th ones share one sparsity
     pattern), communicating every ``local`` steps and with the identity in between
-    (kernels/steps.py: mixing_of); a drawn random matching is redrawn by the kernels."""
+    (kernels/steps.py: mixing_of); a drawn random matching is redrawn by the kernels. wy:
+    the tracking variable's own static matrix (topology_y), or None."""
     mats = [W.period for W in topologies]
-    C, n = len(mats), mats[0][0].n
-    if any(len(m) != len(mats[0]) or W.drawn != topologies[0].drawn
-           for m, W in zip(mats, topologies)):
+    C, n, P = len(mats), mats[0][0].n, len(mats[0])
+    if any(len(m) != P or W.drawn != topologies[0].drawn for m, W in zip(mats, topologies)):
         raise FastGTError("cells of a batch must share the kind of topology and its period")
+    if wy is not None:
+        mats = [(*m, wy) for m in mats]
     rows = []  # per matrix of the schedule: (indptr, indices, weights (C, e), beta (C,))
     for p in range(len(mats[0])):
         ref = mats[0][p]
@@ -90,9 +92,9 @@ def schedule(topologies: list, gamma: np.ndarray, local: int) -> Mixing:
         weights[:, p, :len(ix)] = w
     beta = np.ascontiguousarray(np.array([r[3] for r in rows], dtype=np.float64).T)
     drawn = topologies[0].drawn
-    own = np.zeros((C, 3 * n if drawn else 0), dtype=ref.indices.dtype)
+    own = np.zeros((C, 4 * n if drawn else 0), dtype=ref.indices.dtype)
     return Mixing(indptr, indices, weights, beta, (beta != 0.0).any(axis=1), gamma,
-                  int(local), 0 if drawn else -1, own)
+                  int(local), P, P if wy is not None else -1, 0 if drawn else -1, own)
 
 
 @dataclass(eq=False)
@@ -115,7 +117,7 @@ class Batch:
     gives the n x d values."""
 
     def __init__(self, cells: list[Cell], problem, mixing: Callable | None = None,
-                 local_steps: int = 1):
+                 local_steps: int = 1, topology_y=None):
         first = cells[0]
         Ws = [mixing(c.W) if mixing else c.W for c in cells]  # what the kernels mix with
         for cell in cells[1:]:
@@ -142,7 +144,7 @@ class Batch:
         self.part = aligned((C, nb, 2, dp))  # per-block column sums
         self.means = aligned((C, 2, dp))  # column means of the mixed quantities
         gamma = np.array([c.gamma for c in cells], dtype=np.float64)
-        self.mix = schedule(Ws, gamma, local_steps)
+        self.mix = schedule(Ws, gamma, local_steps, topology_y)
         nz = first.noise
         self.oracle = Oracle(np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                              np.array([c.noise.scale for c in cells], dtype=np.float64),
@@ -213,6 +215,8 @@ class Algorithm:
       the exact average), or None: the cell's own
     - ``phases``: passes over the rows per step, each a call of ``blocks`` followed by the
       mean-term reduction of its ``mixed`` arrays (1, or 2 for ATC-GT)
+    - ``topology_y``: whether it takes a second matrix for its tracking variable (the row
+      update then reads CellMix's y fields, ``ysep`` True)
     - ``check(W) -> str | None``: why W is outside its stability condition and the remedies
       (d2), refused unless the run allows it (allow_unstable), or None
     The update equation is in the module docstring of each algorithm.
@@ -230,6 +234,7 @@ class Algorithm:
     mixing: Callable | None = None
     check: Callable | None = None
     phases: int = 1
+    topology_y: bool = False
 
     def __post_init__(self):
         if self.mixed not in (1, 2):  # the mean term keeps sums for S1 and S2 (Batch.part)

@@ -5,6 +5,9 @@
     g_i(t+1) = grad F_i(x_i(t+1), xi_i(t+1))
     y_i(t+1) = sum_j w_ij y_j(t) + g_i(t+1) - g_i(t)
 
+With topology_y (the paper's different mixing for x and y), y mixes with its own matrix
+(w^y_ij) in the last line, while x still mixes W y: a third mix per row.
+
 Invariant: ybar(t) = gbar(t) at every t. State: X, Y double-buffered and mixed (S1, S2),
 and G (S3), 5 n d floats. On diagonal quadratics (the fast path: one fused pass per row)
 G is stored for gaussian noise only: with structured or no noise g_i(t) is recomputed
@@ -37,19 +40,25 @@ View = namedtuple("View", "X Xn Y Yn G GS mixed", module=__name__)
 def update(view, cm, co, node, last):
     """Row i (steps.sweep's row update): Xn[i] = (W X)_i, Yn[i] = (W Y)_i, then
     x' = Xn[i] - gamma Yn[i], g' = node i's stochastic gradient at x' (grad_row), Yn[i] +=
-    g' - G[i], G[i] = g', Xn[i] = x'.
+    g' - G[i], G[i] = g', Xn[i] = x'. With topology_y (cm.ysep), x' is formed first and Yn[i]
+    mixed again with Y's matrix, (W_y Y)_i; x' then takes no more of Yn (gamma 0 below).
 
     Diagonal quadratics, in one pass per row; g, the previous gradient, is G[i] when G has
     rows (gaussian noise); otherwise it is recomputed, with the same expression, from
     X[i] = x and the previous step's shared draw (row co.rp): the same bits (grad_hom and
     grad_het fix the roundings), one array less to read and write."""
     X, Xn, Y, Yn, G, i = view.X, view.Xn, view.Y, view.Yn, view.G, node.i
+    d = Xn.shape[1]
     # X, then Y, through one call site: one inlined copy of mix_row's loops to compile
     # (measured 1.5-3 s less cold compile, same speed)
     for q in range(2):
         out, src, mq = (Xn, X, cm.m0) if q == 0 else (Yn, Y, cm.m1)
         mix_row(out, i, src, cm.indptr, cm.indices, cm.w, cm.beta, mq)
-    d, gamma = Xn.shape[1], cm.gamma
+    if cm.ysep:  # topology_y: x' from W Y, then Y's own mix (a call site of its own: the
+        for k in range(d):  # plain step keeps the loop above exactly as it was)
+            Xn[i, k] = Xn[i, k] - cm.gamma * Yn[i, k]
+        mix_row(Yn, i, Y, cm.yindptr, cm.yindices, cm.yw, cm.ybeta, cm.m1)
+    gamma = 0.0 if cm.ysep else cm.gamma
     if not DIAGONAL:
         for k in range(d):
             Xn[i, k] = Xn[i, k] - gamma * Yn[i, k]
@@ -139,4 +148,4 @@ def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
 
 
 ALGORITHM = Algorithm("gt", (blocks, update), 2, Costs(mixes=2, grad_evals=1, comm_rounds=1),
-                      alloc, init, iterates, state, doc=__doc__)
+                      alloc, init, iterates, state, doc=__doc__, topology_y=True)

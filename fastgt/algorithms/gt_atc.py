@@ -2,7 +2,7 @@
 
     Y(0) = G(0)
     X(t+1) = W (X(t) - gamma Y(t))
-    Y(t+1) = W (Y(t) + G(t+1) - G(t))
+    Y(t+1) = W (Y(t) + G(t+1) - G(t))   (W_y, topology_y, in place of this W)
 
 Y's mix needs every neighbour's new gradient, so a step is two passes over the rows
 (phases): 0 mixes Z(t) = X(t) - gamma Y(t) into X(t+1), evaluates G(t+1) and forms
@@ -43,8 +43,8 @@ def update(view, cm, co, node, last):
         for k in range(d):
             Y[i, k] += GS[b, k] - G[i, k]
             G[i, k] = GS[b, k]
-    else:
-        mix_row(Yn, i, Y, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
+    else:  # Y's own matrix with topology_y (CellMix's y fields are W's otherwise)
+        mix_row(Yn, i, Y, cm.yindptr, cm.yindices, cm.yw, cm.ybeta, cm.m0)
         for k in range(d):
             x = X[i, k]
             Z[i, k] = x
@@ -88,4 +88,4 @@ def state(batch, arrays, cur, c, t):
 
 ALGORITHM = Algorithm("gt_atc", (blocks, update), 1,
                       Costs(mixes=2, grad_evals=1, comm_rounds=2), alloc, init, iterates,
-                      state, doc=__doc__, phases=2)
+                      state, doc=__doc__, phases=2, topology_y=True)

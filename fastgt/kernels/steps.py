@@ -19,17 +19,20 @@ and read by field name:
              (C, nb, 2, d) and means (C, 2, d): block column sums and column means of the
              mixed arrays (d here is the padded row width, Batch.dp; the oracle's d is the
              problem's)
-    mix    = Mixing(indptr (P + 1, n + 1), indices (P + 1, e), weights (C, P + 1, e),
-                    beta (C, P + 1), mean (C,), gamma (C,), local, drawn, own (C, 3 n | 0))
-             the cells' mixing schedule, P matrices of one sparsity pattern each (one for a
-             static topology, a period of a time-varying one) and, last, the identity: step t
-             communicates when local divides t, with matrix ((t / local) - 1) mod P
-             (mixing_of), and mixes with the identity otherwise (local steps); mean[c]:
-             whether any of cell c's matrices has a mean term (its sums are kept every step);
+    mix    = Mixing(indptr (Q, n + 1), indices (Q, e), weights (C, Q, e), beta (C, Q),
+                    mean (C,), gamma (C,), local, period, ymat, drawn, own (C, 4 n | 0))
+             the cells' mixing schedule of Q matrices: ``period`` P matrices of one
+             sparsity pattern each (one for a static topology, a period of a time-varying
+             one), then the tracking variable's own matrix (topology_y: its index ``ymat``,
+             else -1) and, last, the identity: step t communicates when local divides t,
+             with matrix ((t / local) - 1) mod P (mixing_of), and mixes with the identity
+             otherwise (local steps); mean[c]: whether any of cell c's matrices has a mean
+             term (its sums are kept every step);
              drawn: the matrix of the schedule (or -1) that is a random matching drawn anew
              every step (kernels/matching.py): its rows are 3 entries (self, partner, the
-             partner again with weight 0), their columns written by each row, just before
-             its update, into the cell's own indices ``own[c]``
+             partner again with weight 0), their columns drawn at the start of the step
+             into the cell's own indices ``own[c, :3 n]`` (own[c, 3 n:]: the shuffle's
+             workspace)
     oracle = Oracle(seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, data)
              xi: the shared draws of each cell's current and previous step (shared_row);
              data: the problem's arrays (its family's namedtuple, kernels/oracles.py)
@@ -52,7 +55,7 @@ from collections import namedtuple
 from numba import njit, prange, typeof, types
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
-from .matching import half_bits, matching_key, partner
+from .matching import draw_matching, matching_key
 from .mixing import add_row, block_range, reduce_blocks, zero_rows
 from .oracles import GAUSSIAN, STRUCTURED, CellOracle, Node, draw_shared
 from .pointers import pointer
@@ -61,12 +64,14 @@ from .specialize import template
 
 #: the kernels' bundles (fields: module docstring)
 State = namedtuple("State", "S1 S2 S3 scratch grads part means", module=__name__)
-Mixing = namedtuple("Mixing", "indptr indices weights beta mean gamma local drawn own",
+Mixing = namedtuple("Mixing", "indptr indices weights beta mean gamma local period ymat drawn own",
                     module=__name__)
 Oracle = namedtuple("Oracle", "seed kind scale xi uv dv d data", module=__name__)
 #: cell c's mixing, as a row update reads it: W's CSR pattern, the cell's weights (nnz,),
-#: mean weight and stepsize, the column means (dp,) of the first and second mixed arrays
-CellMix = namedtuple("CellMix", "indptr indices w beta gamma m0 m1", module=__name__)
+#: mean weight and stepsize, the column means (dp,) of the first and second mixed arrays;
+#: then the same of the tracking variable's matrix (topology_y: ``ysep`` True) or of W again
+CellMix = namedtuple("CellMix", "indptr indices w beta gamma m0 m1 yindptr yindices yw ybeta ysep",
+                     module=__name__)
 
 
 @njit(**INLINE_FLAGS)
@@ -82,29 +87,23 @@ def shared_row(c, t):
 
 
 @njit(**INLINE_FLAGS)
-def step_begin(c, t, oracle):
-    """The step's shared draw (Setup B's xi) of cell c, before any row."""
+def step_begin(c, t, oracle, mix):
+    """The step's shared draws of cell c, before any row: Setup B's xi, and a drawn
+    matching when the step mixes with one (kernels/matching.py)."""
     draw_shared(oracle.kind, cell_key(oracle.seed[c], t), oracle.xi, shared_row(c, t),
                 oracle.scale[c], oracle.d)
+    if mixing_of(mix, t) == mix.drawn:
+        n = mix.indptr.shape[1] - 1
+        own = mix.own[c]
+        draw_matching(matching_key(oracle.seed[c], t), own[3 * n:], own, n)
 
 
 @njit(**INLINE_FLAGS)
 def mixing_of(mix, t):
     """The matrix of step t (the step that makes iterate t, t >= 1) in mix's schedule."""
-    P = mix.indptr.shape[0] - 1  # the last one is the identity
     if t % mix.local != 0:
-        return P
-    return (t // mix.local - 1) % P
-
-
-@njit(**INLINE_FLAGS)
-def draw_pair(own, key, i, n, h):
-    """Row i of a drawn matching (Mixing.drawn): columns (i, j, j), j node i's partner (i
-    itself when unmatched), for the weights (self, partner, 0)."""
-    j = partner(key, i, n, h)
-    own[3 * i] = i
-    own[3 * i + 1] = j
-    own[3 * i + 2] = j
+        return mix.indptr.shape[0] - 1  # the last one is the identity
+    return (t // mix.local - 1) % mix.period
 
 
 @njit(**INLINE_FLAGS)
@@ -127,11 +126,13 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     kind, uv, sc, d = oracle.kind, oracle.uv, oracle.scale[c], oracle.d
     structured = kind == STRUCTURED
     p = mixing_of(mix, t)
-    drawn = p == mix.drawn
+    ysep = mix.ymat >= 0
+    py = mix.ymat if ysep and p < mix.period else p
     own = mix.own[c]
-    cm = CellMix(mix.indptr[p], own if drawn else mix.indices[p], mix.weights[c, p],
-                 mix.beta[c, p], mix.gamma[c], state.means[c, 0], state.means[c, 1])
-    mkey, h = matching_key(oracle.seed[c], t), half_bits(n)
+    cm = CellMix(mix.indptr[p], own if p == mix.drawn else mix.indices[p],
+                 mix.weights[c, p], mix.beta[c, p], mix.gamma[c], state.means[c, 0],
+                 state.means[c, 1], mix.indptr[py], own if py == mix.drawn else mix.indices[py],
+                 mix.weights[c, py], mix.beta[c, py], ysep)
     sums = mix.mean[c]  # the next step's mean term may need them
     co = CellOracle(kind, oracle.xi if structured else state.scratch[c], shared_row(c, t - 1),
                     oracle.dv, d, oracle.data)
@@ -147,8 +148,6 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
         for i in range(lo, hi):
             if structured:
                 v, u = uv[c, 0, i], uv[c, 1, i]
-            if drawn:
-                draw_pair(own, mkey, i, n, h)
             key = row_key(tkey, i)
             if draw and kind == GAUSSIAN:
                 fill_normals(key, co.N, b, sc, d)
@@ -212,7 +211,7 @@ def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, r
         for p0 in range(passes):
             if runs > 1 and p0 == 0:
                 for c in range(C):
-                    step_begin(c, t0 + s0 + 1, oracle)
+                    step_begin(c, t0 + s0 + 1, oracle, mix)
             for w in prange(C * runs):
                 c = w // runs
                 b0 = (w - c * runs) * per
@@ -221,7 +220,7 @@ def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, r
                 for s in range(s0, s0 + span):
                     t = t0 + s + 1
                     if runs == 1:
-                        step_begin(c, t, oc)
+                        step_begin(c, t, oc, mix)
                     for ph in range(p0, p0 + phases - passes + 1):
                         blocks(c, t, ph, cc, b0, min(nb, b0 + per), s == steps - 1, state, mix,
                                oc)

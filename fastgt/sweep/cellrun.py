@@ -10,7 +10,7 @@ import socket
 import time
 import traceback
 
-from ..flat import cell_problem, cell_topology
+from ..flat import cell_problem, cell_topology, table_topology
 from ..metrics import METRICS
 from ..params import PER_CELL
 from ..procs import process_start
@@ -35,7 +35,9 @@ def run_arguments(params: dict, topologies: dict | None = None) -> dict:
     return {"topology": cell_topology(params, topologies), "problem": cell_problem(params),
             **{k: params[k] for k in keys},
             "local_steps": params.get("local_steps", 1),
-            "allow_unstable": params.get("allow_unstable", False)}
+            "allow_unstable": params.get("allow_unstable", False),
+            "topology_y": params.get("topology_y") and table_topology(params["topology_y"],
+                                                                      topologies)}
 
 
 
@@ -74,7 +76,7 @@ def run_cells(plist: list[dict], threads: int = 1) -> list[tuple[dict, object, d
     if len(todo) > 1:
         shared = {k: todo[0].kwargs[k] for k in ("algorithm", "problem", "noise", "d", "steps",
                                                   "record_every", "local_steps",
-                                                  "allow_unstable")}
+                                                  "allow_unstable", "topology_y")}
         try:
             results = run_batch([{k: c.kwargs[k] for k in ("topology", "stepsize", "sigma2", "seed")}
                                  for c in todo], threads=threads, **shared)
@@ -125,10 +127,10 @@ class _Prepared:
 
 def theory_row(kwargs: dict, params: dict) -> dict:
     """The cell's theory_* values; NaN where the theory does not cover it (local steps:
-    a periodic system the theory does not solve yet) or fails."""
+    a periodic system the theory does not solve yet; topology_y) or fails."""
     from ..theory import theory_columns
 
-    if params.get("local_steps", 1) != 1:
+    if params.get("local_steps", 1) != 1 or params.get("topology_y"):
         return {k: math.nan for k in THEORY_COLUMNS}
     try:
         cols = theory_columns(kwargs["topology"], params["algorithm"], params["stepsize"],

@@ -39,6 +39,7 @@ from ..flat import (
     cell_topology,
     not_applicable,
     problem_flat_params,
+    table_topology,
     topology_params,
 )
 from ..params import PARAMS, scoped
@@ -163,7 +164,8 @@ class GridSpec:
         self_weight) are errors before anything runs. A random graph that comes out
         disconnected or bipartite is not: that is one instance (its graph_seed), and its
         cell is recorded as failed while the rest of the sweep runs. An algorithm refused on
-        its topology (d2 with lambda_n < -1/3) is an error too, unless allow_unstable."""
+        its topology (d2 with lambda_n < -1/3) is an error too, unless allow_unstable, and so
+        is a topology_y that does not fit the cell (its algorithm, its n)."""
         free = {"seed", "stepsize", "sigma2", "steps", "record_every", "noise", "algorithm", "d",
                 "allow_unstable"}
         built: dict = {}  # key -> its topology (None: a degenerate random graph)
@@ -181,16 +183,24 @@ class GridSpec:
                         raise FastGTError(f"{self.source}: cell with {shown}: {err}") from None
                     built[key] = None
             algorithm = cell.params["algorithm"]
-            if built[key] is None or cell.params.get("allow_unstable") or \
-                    (key, algorithm) in checked:
+            unstable = bool(cell.params.get("allow_unstable"))
+            if built[key] is None or (key, algorithm, unstable) in checked:
                 continue
-            checked.add((key, algorithm))
+            checked.add((key, algorithm, unstable))
             from ..algorithms import ALGORITHMS  # numba: only once a cell is judged
+            from ..engine import checked_topology_y
 
-            refusal = ALGORITHMS[algorithm].refusal(built[key])
-            if refusal:
+            algo = ALGORITHMS[algorithm]
+            try:
+                refusal = None if unstable else algo.refusal(built[key])
+                if refusal:
+                    raise FastGTError(refusal)
+                if cell.params.get("topology_y"):
+                    checked_topology_y(table_topology(cell.params["topology_y"]), algo,
+                                       built[key].n)
+            except FastGTError as err:
                 raise FastGTError(f"{self.source}: cell with algorithm={algorithm}, {shown}: "
-                                  f"{refusal}")
+                                  f"{err}") from None
 
     def _cell(self, params: dict, g: int) -> Cell:
         try:
@@ -304,7 +314,7 @@ def _typed(key: str, val, table, spec: GridSpec, where: str | None):
             if not val:
                 raise FastGTError(f"{key} = [] is an empty grid: give at least one value")
             return [PARAMS[key].validate(key, v) for v in val]
-        if isinstance(val, dict):
+        if isinstance(val, dict) and not PARAMS[key].is_value(val):
             raise bad(key, val, f"a single value or a list of {PARAMS[key].kind.__name__}")
         return PARAMS[key].validate(key, val)
     except FastGTError as err:

@@ -231,3 +231,33 @@ def test_a_list_of_tables_is_one_value_and_a_list_of_them_an_axis():
         '[{"n":8,"topology":"complete"},{"n":8,"topology":"ring"}]', '[{"n":8,"topology":"ring"}]']
     again = G.parse_spec(G.parse_spec(text).to_toml()).cells()  # DIR/grid.toml reads back
     assert [c.id for c in again] == [c.id for c in cells]
+
+
+def test_topology_y_is_a_table_and_a_list_of_tables_an_axis(tmp_path):
+    text = ('[run]\ntopology = "ring"\nn = 8\nd = 2\nsteps = 20\nrecord_every = 10\n\n'
+            '[[grid]]\ntopology_y = [{topology = "complete", n = 8}, '
+            '{topology = "ring", n = 8, self_weight = 0.5}]\n\n'
+            '[[grid]]\nalgorithm = "gt_atc"\ntopology_y = {topology = "complete", n = 8}\n')
+    cells = G.parse_spec(text).cells()
+    assert sorted(c.params["topology_y"] for c in cells) == [
+        '{"n":8,"self_weight":0.5,"topology":"ring"}', '{"n":8,"topology":"complete"}',
+        '{"n":8,"topology":"complete"}']
+    spec = tmp_path / "y.toml"
+    spec.write_text(text)
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "out"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "theory_* columns stay empty for cells with topology_y" in res.output
+    cells = fastgt.load(tmp_path / "out", traces=False)[0]
+    row = cells[(cells["algorithm"] == "gt") & cells["topology_y"].str.contains("ring")].iloc[0]
+    direct = fastgt.run(topology="ring", n=8, d=2, steps=20, record_every=10,
+                        topology_y={"topology": "ring", "n": 8, "self_weight": 0.5})
+    assert row["loss_nodes"] == direct.summary["loss_nodes"]
+
+
+def test_topology_y_for_an_algorithm_without_tracking_is_refused_before_running(tmp_path):
+    spec = tmp_path / "y.toml"
+    spec.write_text('[run]\ntopology = "ring"\nn = 8\nalgorithm = "dsgd"\n'
+                    'topology_y = {topology = "complete", n = 8}\n')
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2 and "not dsgd" in res.output.splitlines()[-1], res.output
+    assert not (tmp_path / "out").exists()

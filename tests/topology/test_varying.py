@@ -74,8 +74,7 @@ def _matching_id(j):
                                        (6, 15, 6000), (8, 105, 30000)])
 def test_matchings_are_uniform(n, count, T):
     """Over T steps, every maximal matching of n nodes comes up about equally often:
-    chi-square test at level 1e-4 (the seeds are fixed: this is deterministic). Small n
-    is where a Feistel network is weakest (kernels/matching.py)."""
+    chi-square test at level 1e-4 (the seeds are fixed: this is deterministic)."""
     seen = {}
     for t in range(1, T + 1):
         key = _matching_id(partners(11, t, n))

@@ -1,0 +1,114 @@
+"""Time-varying topologies against the ring: cost per node-dimension-step of one step.
+
+    python bench/bench_varying.py [--n 300,3000,30000] [--d 100,10] [--algorithms gt,dsgd]
+                                  [--threads 1,2] [--repeats 7] [--quick]
+
+For each algorithm, n, d and thread count, fastgt.run on the ring (3 entries per row), the
+one-peer exponential graph (1 neighbour: rows of 2 entries, run as 3 with a zero weight)
+and random matchings (drawn by every row at every step: kernels/matching.py), Setup A,
+interleaved repeats in one process per thread count (a burst of load hits all three).
+Reports ns per node-dimension-step (median, min), the ratio of each to the ring's in the
+same run (the issue's target: no slower than the ring, ratio <= 1), and the machine's
+no-overlap bound (bench/limits.py: memory traffic and flops of the ring's step).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import common
+
+TOPOLOGIES = ("ring", "one_peer_exponential", "random_matching")
+
+
+def child(args) -> None:
+    """One thread count: every case, printed as JSON lines."""
+    import fastgt
+
+    for algorithm in args.algorithms:
+        for n in args.n:
+            for d in args.d:
+                Ws = {name: fastgt.topology(name, n=n) for name in TOPOLOGIES}
+
+                def advance(k, W=None, algorithm=algorithm, d=d):
+                    res = fastgt.run(algorithm=algorithm, topology=W, d=d, steps=k,
+                                     record_every=k, stepsize=0.01, threads=args.threads_now)
+                    return res.summary["loop_time"]
+
+                runs = {name: (lambda k, W=W: advance(k, W)) for name, W in Ws.items()}
+                for a in runs.values():
+                    a(2)  # compiles on first use: not in the calibration
+                steps = {name: common.steps_for(a, args.target_s) for name, a in runs.items()}
+                secs, _ = common.interleaved_timings(
+                    {name: (lambda k, a=a: a(k)) for name, a in runs.items()}, steps,
+                    args.repeats)
+                per = n * d * 1e-9
+                print(json.dumps({"algorithm": algorithm, "n": n, "d": d,
+                                  "threads": args.threads_now,
+                                  "ns": {k: common.summarize(v, per) for k, v in secs.items()},
+                                  "bound": common.bound_in_child(algorithm, n, d,
+                                                                 args.threads_now)}),
+                      flush=True)
+
+
+def ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",")]
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=ints, default=[300, 3000, 30000])
+    ap.add_argument("--d", type=ints, default=[100, 10])
+    ap.add_argument("--algorithms", type=lambda s: s.split(","), default=["gt", "dsgd"])
+    ap.add_argument("--threads", type=ints, default=[1, 2])
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--target-s", type=float, default=0.1, help="seconds per timed block")
+    ap.add_argument("--quick", action="store_true", help="n=300, d=100, 3 repeats, 1 thread")
+    ap.add_argument("--threads-now", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.n, args.d, args.repeats, args.threads = [300], [100], 3, [1]
+    if args.threads_now:
+        child(args)
+        return
+    machine = common.machine_info()
+    rows = []
+    for threads in args.threads:
+        argv_child = [sys.executable, __file__, "--threads-now", str(threads),
+                      "--n", ",".join(map(str, args.n)), "--d", ",".join(map(str, args.d)),
+                      "--algorithms", ",".join(args.algorithms), "--repeats",
+                      str(args.repeats), "--target-s", str(args.target_s)]
+        env = os.environ | {"NUMBA_NUM_THREADS": str(threads)}
+        out = subprocess.run(argv_child, env=env, check=True, capture_output=True, text=True)
+        for line in out.stdout.splitlines():
+            if line.startswith("{"):
+                case = json.loads(line)
+                ring = case["ns"]["ring"]["median"]
+                cells = [case["algorithm"], str(case["n"]), str(case["d"]), str(threads),
+                         f"{case['bound']:.2f}"]
+                for name in TOPOLOGIES:
+                    ns = case["ns"][name]
+                    cells.append(f"{ns['median']:.2f} ({ns['min']:.2f})")
+                    if name != "ring":
+                        cells.append(f"{ns['median'] / ring:.2f}")
+                rows.append(cells)
+    print(f"CPU: {machine['cpu']} ({machine['cores']} cores, {machine['usable_cores']} usable); "
+          f"Python {machine['python']}, numpy {machine['numpy']}; load avg at start "
+          f"{machine['load_avg_start'][0]:.2f}\n")
+    print(common.markdown_table(
+        ["algo", "n", "d", "threads", "bound ns", "ring ns", "one-peer ns", "one-peer/ring",
+         "matching ns", "matching/ring"], rows))
+    print("\nns = nanoseconds per node-dimension-step of fastgt.run's loop (Setup A), median "
+          f"(min) of {args.repeats} interleaved repeats; ratios of medians against the ring in "
+          "the same process; bound: bench/limits.py's no-overlap bound of the ring's step.")
+
+
+if __name__ == "__main__":
+    main()

@@ -39,6 +39,16 @@ import numpy as np
 
 from .errors import FastGTError, FastGTWarning, bad, check_choice, check_float, check_int
 from .metrics import THEORY_METRICS
+from .modes import (
+    lyapunov,
+    mode_eigenvalue,
+    mode_system,
+    period_maps,
+    period_radius,
+    phase_covariances,
+    recorded_phases,
+    shared_modes,
+)
 
 #: largest n for which the eigenvalues of a W without closed form come from a dense eigvalsh
 DENSE_MAX = 20000
@@ -89,65 +99,27 @@ def _compute_eigenvalues(W) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------- per-mode formulas
-def mode_system(lam, algorithm: str, stepsize: float, a: float):
-    """(A, b): one non-mean mode (eigenvalue lam, an array) as s(t+1) = A s(t) + b e(t+1),
-    e the mode's noise at the step's new gradient; s[0] = x, and s[1] = y for GT and ATC-GT.
-    With g = a gamma and gradient a x + e:
-
-        GT      s = (x, y, e):       x' = lam (x - gamma y),  y' = lam y + (a x' + e') - (a x + e)
-        ATC-GT  s = (x, y, e):       x' = lam (x - gamma y),  y' = lam (y + a (x' - x) + e' - e)
-        D²      s = (x, x_, e):      x' = lam ((2 - g) x - (1 - g) x_ - gamma (e - e_)),
-                                     the noise of x's gradient entering as the *new* e
-        EXTRA   s = (x, x_, e):      x' = (1 + lam - g) x - ((1 + lam)/2 - g) x_ - gamma (e - e_)
-        D-SGD   s = (x, e):          x' = lam ((1 - g) x - gamma e)
-
-    (D² and EXTRA: e is the noise of the gradient at x, e_ the previous one; the input is
-    the gradient noise of the current iterate, drawn when it was made.)"""
-    lam = np.atleast_1d(np.asarray(lam, dtype=np.float64))
-    g, gm, m = a * stepsize, stepsize, len(lam)
-    z, one = np.zeros(m), np.ones(m)
-    if algorithm == "gt":
-        A = [[lam, -gm * lam, z], [a * lam - a, lam - a * gm * lam, -one], [z, z, z]]
-        b = [z, one, one]
-    elif algorithm == "gt_atc":
-        A = [[lam, -gm * lam, z], [a * lam * (lam - 1), lam - a * gm * lam**2, -lam], [z, z, z]]
-        b = [z, lam, one]
-    elif algorithm == "d2":
-        A = [[lam * (2 - g), -lam * (1 - g), gm * lam], [one, z, z], [z, z, z]]
-        b = [-gm * lam, z, one]
-    elif algorithm == "extra":
-        A = [[1 + lam - g, -((1 + lam) / 2 - g), gm * one], [one, z, z], [z, z, z]]
-        b = [-gm * one, z, one]
-    elif algorithm == "dsgd":
-        A = [[lam * (1 - g), -gm * lam], [z, z]]
-        b = [z, one]
-    else:
-        raise FastGTError(f"theory: no mode system for algorithm={algorithm!r}")
-    return np.moveaxis(np.array(A), -1, 0), np.moveaxis(np.array(b), -1, 0)
-
-
-def _lyapunov(A: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """P with P = A P A^T + b b^T for every mode at once (A: (m, k, k), b: (m, k)), through
-    vec: (I - A (x) A) vec P = vec(b b^T)."""
-    m, k, _ = A.shape
-    kron = np.einsum("mij,mkl->mikjl", A, A).reshape(m, k * k, k * k)
-    rhs = np.einsum("mi,mj->mij", b, b).reshape(m, k * k)
-    return np.linalg.solve(np.eye(k * k) - kron, rhs[..., None])[..., 0].reshape(m, k, k)
-
-
-def mode_variances(lam, algorithm: str, stepsize: float, a: float):
+def mode_variances(lam, algorithm: str, stepsize: float, a: float, mu=None, local: int = 1,
+                   record_every: int | None = None):
     """Stationary (E x_m^2, E y_m^2) of modes with eigenvalues ``lam`` per unit noise variance.
 
     Valid for stable modes (see ``max_stepsize``); E y^2 is None without Y. At lam = 1 the
     x-variance is SGD's gamma / (a (2 - a gamma)) (closed forms; the mode systems are for
-    lam != 1). Centralized: no spread between nodes, zeros.
+    lam != 1). Centralized: no spread between nodes, zeros. mu: y's own eigenvalues
+    (topology_y); local: local steps, the variances then averaged over the phases of the
+    period that records every ``record_every`` steps fall on (fastgt.modes).
     """
     lam = np.asarray(lam, dtype=np.float64)
     g = a * stepsize
+    if mu is not None or local != 1:
+        maps = period_maps(lam, algorithm, stepsize, a, mu, local)
+        P = np.mean([phase_covariances(maps)[j] for j in recorded_phases(local, record_every)],
+                    axis=0)
+        return P[:, 0, 0], (P[:, 1, 1] if algorithm in WITH_Y else None)
     if algorithm == "centralized":
         return np.zeros_like(lam), None
     if algorithm not in CLOSED:
-        P = _lyapunov(*mode_system(lam, algorithm, stepsize, a))
+        P = lyapunov(*mode_system(lam, algorithm, stepsize, a))
         return P[:, 0, 0], (P[:, 1, 1] if algorithm in WITH_Y else None)
     if algorithm == "dsgd":
         return lam**2 * stepsize**2 / (1.0 - lam**2 * (1.0 - g) ** 2), None
@@ -159,14 +131,18 @@ def mode_variances(lam, algorithm: str, stepsize: float, a: float):
     return vx, vy
 
 
-def mode_radius(lam, algorithm: str, stepsize: float, a: float) -> np.ndarray:
+def mode_radius(lam, algorithm: str, stepsize: float, a: float, mu=None,
+                local: int = 1) -> np.ndarray:
     """Spectral radius of the noiseless iteration of non-mean modes with eigenvalues ``lam``.
 
     D-SGD: |lam (1 - g)|. GT: largest root modulus of z^2 - lam (2 - g) z + lam (lam - g).
-    The others: the spectral radius of their mode system's A.
+    The others: the spectral radius of their mode system's A. With mu (topology_y) or
+    local steps: the per-step radius of the period's map (fastgt.modes).
     """
     lam = np.asarray(lam, dtype=np.float64)
     g = a * stepsize
+    if mu is not None or local != 1:
+        return period_radius(period_maps(lam, algorithm, stepsize, a, mu, local))
     if algorithm == "centralized":
         return np.zeros_like(lam)
     if algorithm not in CLOSED:
@@ -205,27 +181,48 @@ def _check(algorithm: str, stepsize=None, W=None) -> float | None:
     return None if stepsize is None else check_float("stepsize", stepsize, 0.0, lo_open=True)
 
 
-def max_stepsize(W, algorithm: str, problem="quadratic") -> float:
+def _relaxed(local_steps, topology_y) -> bool:
+    return local_steps != 1 or topology_y is not None
+
+
+def _mode_pairs(W, algorithm: str, local_steps: int, Wy):
+    """(lam, mu) of the modes a rate is maximised over (mu None: y mixes with W)."""
+    if Wy is not None:
+        lam, mu = shared_modes(W, Wy)
+        pairs = np.unique(np.round(np.stack([lam, mu], axis=1), 12), axis=0)
+        return pairs[:, 0], pairs[:, 1]
+    if algorithm in CLOSED and local_steps == 1:
+        sp = W.spectrum()
+        return np.array([sp.lambda2, sp.lambda_n]), None
+    return _modes(W), None
+
+
+def max_stepsize(W, algorithm: str, problem="quadratic", local_steps: int = 1,
+                 topology_y=None) -> float:
     """Supremum of the stable stepsizes (``rate`` < 1 for every stepsize below it).
 
     Closed form (Jury criterion per mode, docs/theory.md): D-SGD and centralized 2 / a; GT
     min(2, c / |lambda_n|) / a when lambda_n < 0 (c = 1 - lambda_n^2), else 2 / a. D²,
-    EXTRA, ATC-GT: the first unstable stepsize of a grid of 256 below 2 / a (the mean mode's
-    bound), refined by bisection to 1e-12 relative on the radius of their modes
-    (``_modes``); 0 when even the smallest is unstable (D² with lambda_n < -1/3 is unstable
-    for small stepsizes, whatever may happen at large ones).
+    EXTRA, ATC-GT, and any algorithm with local steps or topology_y: the first unstable
+    stepsize of a grid of 256 below 2 / a (the mean mode's bound), refined by bisection to
+    1e-12 relative on the radius of their modes (``_modes``); 0 when even the smallest is
+    unstable (D² with lambda_n < -1/3 is unstable for small stepsizes, whatever may happen
+    at large ones).
     """
     _check(algorithm, W=W)
     a = _curvature(problem)
-    lam_n = W.spectrum().lambda_n
-    if algorithm == "gt" and lam_n < 0:
-        return min(2.0, (1.0 - lam_n**2) / -lam_n) / a
-    if algorithm in CLOSED or algorithm == "centralized":
-        return 2.0 / a
-    lam = _modes(W)
+    if not _relaxed(local_steps, topology_y):
+        lam_n = W.spectrum().lambda_n
+        if algorithm == "gt" and lam_n < 0:
+            return min(2.0, (1.0 - lam_n**2) / -lam_n) / a
+        if algorithm in CLOSED or algorithm == "centralized":
+            return 2.0 / a
+        lam, mu = _modes(W), None
+    else:
+        lam, mu = _mode_pairs(W, "", local_steps, topology_y)
 
     def stable(gamma):
-        return mode_radius(lam, algorithm, gamma, a).max() < 1.0
+        return mode_radius(lam, algorithm, gamma, a, mu, local_steps).max() < 1.0
 
     grid = (2.0 / a) * np.arange(1, 257) / 256
     bad = [g for g in grid if not stable(g * (1 - 1e-12))]
@@ -237,7 +234,7 @@ def max_stepsize(W, algorithm: str, problem="quadratic") -> float:
         return 0.0
     while hi - lo > 1e-12 * hi:
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if mode_radius(lam, algorithm, mid, a).max() < 1.0 else (lo, mid)
+        lo, hi = (mid, hi) if stable(mid) else (lo, mid)
     return float(hi)
 
 
@@ -251,30 +248,30 @@ def _modes(W) -> np.ndarray:
     return np.linspace(sp.lambda_n, sp.lambda2, 401)
 
 
-def rate(W, algorithm: str, stepsize: float, problem="quadratic") -> float:
+def rate(W, algorithm: str, stepsize: float, problem="quadratic", local_steps: int = 1,
+         topology_y=None) -> float:
     """Exact linear rate: spectral radius of the noiseless iteration, maximised over modes.
 
     The mean mode contracts by |1 - a gamma| (for GT on the invariant ybar = gbar). For
     a gamma < 4 the radius of the other modes grows with |lambda| on each side of 0, so
     lambda2 and lambda_n suffice (docs/theory.md); beyond, the value is a lower bound >= 3.
-    D², EXTRA, ATC-GT: the largest radius over the modes (``_modes``).
+    D², EXTRA, ATC-GT: the largest radius over the modes (``_modes``). With local steps k:
+    per step, rho(period map)^(1/k); with topology_y: over the modes' (lambda, mu) pairs.
     On ``consensus`` the heterogeneity mu is a constant input that cancels from the error
     dynamics (GT) or shifts the fixed point (D-SGD): same rate, curvature 1.
     """
     stepsize = _check(algorithm, stepsize, W)
     a = _curvature(problem)
-    if algorithm in CLOSED:
-        sp = W.spectrum()
-        lam = np.array([sp.lambda2, sp.lambda_n])
-    else:
-        lam = _modes(W)
-    radius = mode_radius(lam, algorithm, stepsize, a)
+    local_steps = check_int("local_steps", local_steps, 1)
+    lam, mu = _mode_pairs(W, algorithm, local_steps, topology_y)
+    radius = mode_radius(lam, algorithm, stepsize, a, mu, local_steps)
     return float(max(abs(1.0 - a * stepsize), radius.max()))
 
 
-def unstable_message(W, algorithm: str, stepsize: float, problem="quadratic") -> str:
+def unstable_message(W, algorithm: str, stepsize: float, problem="quadratic",
+                     local_steps: int = 1, topology_y=None) -> str:
     """What to say of a stepsize at or beyond ``max_stepsize``."""
-    top = max_stepsize(W, algorithm, problem)
+    top = max_stepsize(W, algorithm, problem, local_steps, topology_y)
     return (f"stepsize={stepsize:g} is unstable for {algorithm} on {W.describe()}: the "
             f"iterates diverge (infinite floors); the largest stable stepsize is "
             f"{top:.6g} (theory.max_stepsize; every stepsize below it is stable)")
@@ -289,7 +286,8 @@ def unsupported(algorithm: str, problem) -> str | None:
 
 
 def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem="quadratic",
-               noise: str = "gaussian", d: int = 100) -> dict:
+               noise: str = "gaussian", d: int = 100, local_steps: int = 1, topology_y=None,
+               record_every: int | None = None) -> dict:
     """Exact expected stationary (t -> infinity) values of the recorded metrics.
 
     Returns {"loss_avg", "loss_nodes", "consensus", "tracking"} (tracking NaN without Y), all
@@ -298,7 +296,13 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
     node, coordinate, step), "structured" (Setup B: only the lambda_n mode, ceil(d/2)
     coordinates, and the lambda2 mode, the others, are excited) or "none" (all zero). The
     problem is "quadratic" (Setup A/B, a = 2) or "consensus" (a = 1; not D-SGD, whose fixed
-    point is biased there). Every algorithm of ALGORITHMS, without local steps.
+    point is biased there). Every algorithm of ALGORITHMS.
+
+    The paper's relaxations (fastgt.modes): ``local_steps`` k (a periodic system per mode;
+    the metrics vary within a period, so they are averaged over the phases that records
+    every ``record_every`` steps fall on: all k phases when None) and ``topology_y`` (GT,
+    ATC-GT: y's own static matrix, sharing W's eigenvectors). The mean mode is SGD on xbar
+    in every case (ybar = gbar holds for any doubly stochastic matrices).
     """
     stepsize = _check(algorithm, stepsize, W)
     a = _curvature(problem)
@@ -308,28 +312,37 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
     check_choice("noise", noise, NOISES)
     sigma2 = check_float("sigma2", sigma2, 0.0)
     d = check_int("d", d, 1)
-    unstable = (stepsize >= max_stepsize(W, algorithm, problem) if algorithm in CLOSED
-                else rate(W, algorithm, stepsize, problem) >= 1.0)
+    local_steps = check_int("local_steps", local_steps, 1)
+    relaxed = _relaxed(local_steps, topology_y)
+    unstable = (stepsize >= max_stepsize(W, algorithm, problem)
+                if algorithm in CLOSED and not relaxed
+                else rate(W, algorithm, stepsize, problem, local_steps, topology_y) >= 1.0)
     if unstable:
-        warnings.warn(unstable_message(W, algorithm, stepsize, problem), FastGTWarning,
-                      stacklevel=2)
+        warnings.warn(unstable_message(W, algorithm, stepsize, problem, local_steps,
+                                       topology_y), FastGTWarning, stacklevel=2)
         return _constant(algorithm, math.inf)
     if noise == "none" or sigma2 == 0.0:
         return _constant(algorithm, 0.0)
+    mu = None
     if noise == "gaussian":
         # every mode gets noise variance sigma2/d in each of d coordinates; metrics are (1/n) sum
-        lam = eigenvalues(W)
+        if topology_y is None:
+            lam = eigenvalues(W)
+        else:
+            lam, mu = shared_modes(W, topology_y)
         weights = np.full(len(lam), sigma2 / W.n)
         g = a * stepsize
         loss_avg = 0.5 * a * sigma2 / W.n * stepsize**2 / (1.0 - (1.0 - g) ** 2)  # SGD on xbar
     else:
         # one mode per coordinate, noise variance n sigma2/d; the 1/n of the metrics cancels n
-        sp = W.spectrum()
+        sp = W.spectrum(vectors=topology_y is not None)
         lam = np.array([sp.lambda_n, sp.lambda2])
+        if topology_y is not None:
+            mu = np.array([mode_eigenvalue(topology_y, sp.v), mode_eigenvalue(topology_y, sp.u)])
         dv = (d + 1) // 2
         weights = np.array([dv, d - dv]) * sigma2 / d
         loss_avg = 0.0
-    vx, vy = mode_variances(lam, algorithm, stepsize, a)
+    vx, vy = mode_variances(lam, algorithm, stepsize, a, mu, local_steps, record_every)
     consensus = float(weights @ vx)
     return {"loss_avg": loss_avg, "loss_nodes": loss_avg + 0.5 * a * consensus,
             "consensus": consensus, "tracking": math.nan if vy is None else float(weights @ vy)}
@@ -341,18 +354,20 @@ def _constant(algorithm: str, value: float) -> dict:
 
 
 def theory_columns(W, algorithm: str, stepsize: float, sigma2: float, problem_name: str,
-                   noise: str, d: int, dense_max: int = DENSE_MAX) -> dict:
+                   noise: str, d: int, dense_max: int = DENSE_MAX, local_steps: int = 1,
+                   topology_y=None, record_every: int | None = None) -> dict:
     """``theory_*`` columns of a grid cell: {} when the problem is not covered (heterogeneous
-    curvature) or W is time-varying; NaN stationary values when only the rate is (D-SGD on consensus, or Setup A
-    on a graph without closed form beyond ``dense_max`` nodes)."""
+    curvature) or W is time-varying; NaN stationary values when only the rate is (D-SGD on
+    consensus, or Setup A on a graph without closed form beyond ``dense_max`` nodes)."""
     if problem_name not in CURVATURE or not W.static:
         return {}
     cols = {f"theory_{m}": math.nan for m in STATIONARY_METRICS}
-    cols["theory_rate"] = rate(W, algorithm, stepsize, problem_name)
+    cols["theory_rate"] = rate(W, algorithm, stepsize, problem_name, local_steps, topology_y)
     too_big = noise == "gaussian" and W.structure is None and W.n > min(dense_max, DENSE_MAX)
     if unsupported(algorithm, problem_name) is None and not too_big:
         with warnings.catch_warnings():  # an unstable cell's inf columns say it already
             warnings.simplefilter("ignore", FastGTWarning)
-            st = stationary(W, algorithm, stepsize, sigma2, problem_name, noise, d)
+            st = stationary(W, algorithm, stepsize, sigma2, problem_name, noise, d, local_steps,
+                            topology_y, record_every)
         cols.update({f"theory_{m}": v for m, v in st.items()})
     return cols

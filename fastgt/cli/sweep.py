@@ -95,12 +95,6 @@ def _theory_notes(cells) -> None:
     if varying:
         click.echo(f"note: theory_* columns stay empty for {', '.join(varying)}: {TIME_VARYING}",
                    err=True)
-    if any(c.params.get("local_steps", 1) != 1 for c in cells):
-        click.echo("note: theory_* columns stay empty for cells with local_steps > 1: their "
-                   "periodic per-mode system is not solved yet", err=True)
-    if any(c.params.get("topology_y") for c in cells):
-        click.echo("note: theory_* columns stay empty for cells with topology_y: the theory of "
-                   "separate x and y mixing is not there yet", err=True)
 
 
 class Terminated(KeyboardInterrupt):

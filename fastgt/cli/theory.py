@@ -24,42 +24,58 @@ from .common import (
 @param_option("sigma2")
 @param_option("d", help="dimension (matters for structured noise)")
 @param_option("stepsize")
+@param_option("local_steps", default=1)
+@param_option("topology_y")
+@param_option("record_every", default=None,
+              help="with local steps: average the metrics over the phases that records every "
+                   "this many steps fall on (default: all phases)")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @user_errors
-def theory_cmd(algorithm, topology, problem, noise, sigma2, d, stepsize, as_json, **kw):
+def theory_cmd(algorithm, topology, problem, noise, sigma2, d, stepsize, local_steps,
+               topology_y, record_every, as_json, **kw):
     """Exact stationary metrics (t -> infinity), linear rate and largest stable stepsize.
 
     Quadratic problems only: no simulation, O(n) once the eigenvalues are known. Exit code 3
     when the stepsize is unstable (at or above max_stepsize: the iterates diverge).
     Example: fastgt theory --topology ring --n 300 --self-weight 0.1 --stepsize 0.01
     """
+    from ..engine import checked_topology_y
     from ..errors import check_float
-    from ..flat import flat_topology
+    from ..flat import flat_topology, table_topology
     from ..theory import max_stepsize, rate, stationary, unstable_message, unsupported
 
     W = flat_topology(topology, topo_params(kw))
     stepsize = check_float("stepsize", stepsize, 0.0, lo_open=True)
+    Wy = None
+    if topology_y is not None:
+        from ..algorithms import ALGORITHMS
+
+        Wy = checked_topology_y(table_topology(topology_y), ALGORITHMS[algorithm], W.n)
+    relax = {"local_steps": local_steps, "topology_y": Wy}
     sp = W.spectrum()
-    top = max_stepsize(W, algorithm, problem)
+    top = max_stepsize(W, algorithm, problem, **relax)
     stable = stepsize < top
     out = {"algorithm": algorithm, "topology": W.name, **W.params, "n": W.n,
+           **({"local_steps": local_steps} if local_steps != 1 else {}),
+           **({"topology_y": Wy.describe()} if Wy is not None else {}),
            "problem": problem, "noise": noise, "sigma2": sigma2, "d": d, "stepsize": stepsize,
            "lambda2": sp.lambda2, "lambda_n": sp.lambda_n, "p": sp.p, "c": sp.c,
            "max_stepsize": top, "stable": stable}
     if stable:
-        out["rate"] = rate(W, algorithm, stepsize, problem)
+        out["rate"] = rate(W, algorithm, stepsize, problem, **relax)
         reason = unsupported(algorithm, problem)
         if reason:
             out["stationary"] = f"not covered: {reason}"
         else:
-            out.update(stationary(W, algorithm, stepsize, sigma2, problem, noise, d))
+            out.update(stationary(W, algorithm, stepsize, sigma2, problem, noise, d, **relax,
+                                  record_every=record_every))
     if as_json:
         click.echo(json_line(out))
     else:
         for k, v in out.items():
             click.echo(f"{k:>14}  {v:.12g}" if isinstance(v, float) else f"{k:>14}  {v}")
     if not stable:
-        raise ResultError(unstable_message(W, algorithm, stepsize, problem))
+        raise ResultError(unstable_message(W, algorithm, stepsize, problem, **relax))
 
 
 COMMANDS = [theory_cmd]

@@ -126,16 +126,16 @@ class _Prepared:
 
 
 def theory_row(kwargs: dict, params: dict) -> dict:
-    """The cell's theory_* values; NaN where the theory does not cover it (local steps:
-    a periodic system the theory does not solve yet; topology_y) or fails."""
+    """The cell's theory_* values; NaN where the theory does not cover it (a time-varying
+    W, topology_y without W's eigenvectors, a heterogeneous problem) or fails."""
     from ..theory import theory_columns
 
-    if params.get("local_steps", 1) != 1 or params.get("topology_y"):
-        return {k: math.nan for k in THEORY_COLUMNS}
     try:
         cols = theory_columns(kwargs["topology"], params["algorithm"], params["stepsize"],
                               params["sigma2"], params["problem"], params["noise"], params["d"],
-                              dense_max=THEORY_DENSE_MAX)
+                              dense_max=THEORY_DENSE_MAX, local_steps=kwargs["local_steps"],
+                              topology_y=kwargs["topology_y"],
+                              record_every=params["record_every"])
     except Exception:  # noqa: BLE001 (the theory is an extra; it never fails a cell)
         cols = {}
     return {k: float(cols.get(k, math.nan)) for k in THEORY_COLUMNS}

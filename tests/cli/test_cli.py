@@ -449,3 +449,21 @@ def test_time_varying_topologies_from_the_shell():
               "needs a static topology")
     one_error(invoke("run", "--topology", "cycle", "--matrices", "[1]", *TINY[2:]), 2,
               "matrices='[1]' is invalid", "topology tables")
+
+
+def test_theory_takes_the_relaxations():
+    """--local-steps, --record-every and --topology-y give fastgt.theory's values; a
+    topology_y the theory does not cover is one line, exit 2."""
+    res = invoke("theory", "--topology", "ring", "--n", "20", "--stepsize", "0.05",
+                 "--local-steps", "3", "--record-every", "20", "--json")
+    assert res.exit_code == 0, res.output
+    W = fastgt.topology("ring", n=20)
+    want = fastgt.theory.stationary(W, "gt", 0.05, local_steps=3, record_every=20)
+    assert f'"consensus": {want["consensus"]!r}' in res.output
+    Wy = '{"topology": "ring", "n": 20, "self_weight": 0.6}'
+    res = invoke("theory", "--topology", "ring", "--n", "20", "--topology-y", Wy, "--json")
+    want = fastgt.theory.stationary(W, "gt", 0.01, topology_y=fastgt.topology(
+        "ring", n=20, self_weight=0.6))
+    assert res.exit_code == 0 and f'"tracking": {want["tracking"]!r}' in res.output
+    one_error(invoke("theory", "--topology", "ring", "--n", "20", "--topology-y",
+                     '{"topology": "star", "n": 20}'), 2, "share their eigenvectors")

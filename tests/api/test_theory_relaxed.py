@@ -1,0 +1,164 @@
+"""The exact theory of the paper's relaxations (fastgt.modes): local steps and separate
+mixing for y (topology_y), against (a) brute-force covariances of the full n-node system,
+written here from the update equations without the mode split, and (b) simulations
+(plateau means over seeds, tolerance from their standard error)."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+from test_theory import check_against_simulation, noise_covs
+
+import fastgt
+from fastgt import theory
+
+
+def _full_maps(Wd, Wy, algorithm, gamma, a):
+    """(M, N, ell) of one step of the full per-coordinate system s = (x, y, e) (GT) or
+    s = (x, e) (D-SGD): s' = M s + N e'. ell: the invariant functional of GT (1^T (y - a x -
+    e) = 0, since y(0) = g(0)), None for D-SGD."""
+    n = len(Wd)
+    I, Z = np.eye(n), np.zeros((n, n))
+    if algorithm == "gt":
+        M = np.block([[Wd, -gamma * Wd, Z], [a * (Wd - I), Wy - a * gamma * Wd, -I], [Z, Z, Z]])
+        return M, np.vstack([Z, I, I]), np.concatenate([-a * np.ones(n), np.ones(n),
+                                                         -np.ones(n)])
+    # D-SGD: x' = W (x - gamma (a x + e)), e the noise of the current x's gradient
+    M = np.block([[(1 - a * gamma) * Wd, -gamma * Wd], [Z, Z]])
+    return M, np.vstack([Z, I]), None
+
+
+def brute_periodic(W, algorithm, gamma, a, covs, local=1, Wy=None, phases=None):
+    """Stationary consensus and tracking of the full system over a period (local - 1 steps
+    with W = I, then one with W), averaged over ``phases`` (default all): the periodic
+    Lyapunov equation on the period's product, restricted to GT's invariant subspace."""
+    n = W.n
+    Wd = W.to_dense()
+    Wyd = Wd if Wy is None else Wy.to_dense()
+    maps = [_full_maps(np.eye(n), np.eye(n), algorithm, gamma, a)] * (local - 1) + [
+        _full_maps(Wd, Wyd, algorithm, gamma, a)]
+    ell = maps[0][2]
+    U = np.eye(len(maps[0][0])) if ell is None else sla.null_space(ell[None, :])
+    C = np.eye(n) - 1.0 / n
+    out = np.zeros(2)
+    for count, S in covs:
+        Phi, Q = np.eye(len(U)), np.zeros((len(U), len(U)))
+        for M, N, _ in maps:
+            Phi = M @ Phi
+            Q = M @ Q @ M.T + N @ S @ N.T
+        P = [U @ sla.solve_discrete_lyapunov(U.T @ Phi @ U, U.T @ Q @ U) @ U.T]
+        for M, N, _ in maps[:-1]:
+            P.append(M @ P[-1] @ M.T + N @ S @ N.T)
+        for j in phases if phases is not None else range(local):
+            cons = np.trace(C @ P[j][:n, :n]) / n
+            track = np.trace(C @ P[j][n:2 * n, n:2 * n]) / n if algorithm == "gt" else math.nan
+            out += count * np.array([cons, track]) / len(phases or range(local))
+    return out
+
+
+CASES = [("ring", {"n": 7}), ("ring", {"n": 8, "self_weight": 0.1}),
+         ("erdos_renyi", {"n": 7, "prob": 0.6, "seed": 1}), ("star", {"n": 6})]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+@pytest.mark.parametrize("noise", ["gaussian", "structured"])
+@pytest.mark.parametrize("local,record_every", [(2, None), (3, 20), (4, 6)])
+def test_local_steps_match_bruteforce(case, algorithm, noise, local, record_every):
+    name, params = CASES[case]
+    W = fastgt.topology(name, **params)
+    d, sigma2, a = 5, 1.3, 2.0
+    gamma = 0.3 * theory.max_stepsize(W, algorithm, local_steps=local)
+    got = theory.stationary(W, algorithm, gamma, sigma2, noise=noise, d=d, local_steps=local,
+                            record_every=record_every)
+    phases = None if record_every is None else sorted({(m * record_every) % local
+                                                       for m in range(1, local + 1)})
+    cons, track = brute_periodic(W, algorithm, gamma, a, noise_covs(W, noise, sigma2, d), local,
+                                 phases=phases)
+    assert got["consensus"] == pytest.approx(cons, rel=1e-10, abs=1e-14)
+    if algorithm == "gt":
+        assert got["tracking"] == pytest.approx(track, rel=1e-10, abs=1e-14)
+    assert got["loss_avg"] == theory.stationary(W, algorithm, gamma, sigma2, noise=noise,
+                                                d=d)["loss_avg"]  # the mean mode: SGD
+
+
+@pytest.mark.parametrize("W,Wy", [
+    (("ring", {"n": 8}), ("ring", {"n": 8, "self_weight": 0.6})),
+    (("ring", {"n": 9, "self_weight": 0.1}), ("interp_ring", {"n": 9, "alpha": 0.5})),
+    (("torus", {"rows": 2, "cols": 4}), ("complete", {"n": 8})),
+    (("hypercube", {"n": 8}), ("hypercube", {"n": 8, "lazy": True})),
+])
+@pytest.mark.parametrize("noise", ["gaussian", "structured"])
+@pytest.mark.parametrize("local", [1, 3])
+def test_topology_y_matches_bruteforce(W, Wy, noise, local):
+    """GT with y mixing with W_y (same eigenvectors as W; the torus 2 x 4 and the complete
+    graph are both circulants of... the torus is a 2-d circulant: a shape of its own, so the
+    complete graph on 8 is built as a torus-shaped circulant below)."""
+    W = fastgt.topology(W[0], **W[1])
+    Wy = fastgt.topology(Wy[0], **Wy[1])
+    if W.structure != Wy.structure:  # the complete graph as a circulant of the torus's shape
+        Wy = fastgt.MixingMatrix(Wy.indptr, Wy.indices, Wy.weights, Wy.mean_weight,
+                                 name="complete", params=Wy.params, structure=W.structure)
+    d, sigma2, a = 4, 1.1, 2.0
+    gamma = 0.3 * theory.max_stepsize(W, "gt", local_steps=local, topology_y=Wy)
+    got = theory.stationary(W, "gt", gamma, sigma2, noise=noise, d=d, local_steps=local,
+                            topology_y=Wy)
+    cons, track = brute_periodic(W, "gt", gamma, a, noise_covs(W, noise, sigma2, d), local, Wy)
+    assert got["consensus"] == pytest.approx(cons, rel=1e-10, abs=1e-14)
+    assert got["tracking"] == pytest.approx(track, rel=1e-10, abs=1e-14)
+
+
+def test_plain_runs_keep_their_numbers():
+    """local_steps=1 without topology_y takes the closed forms as before; the periodic path
+    with one step per period gives the same values to 1e-12."""
+    W = fastgt.topology("ring", n=10, self_weight=0.2)
+    for algorithm in theory.ALGORITHMS:
+        if algorithm == "d2":
+            continue
+        plain = theory.mode_variances(theory.eigenvalues(W), algorithm, 0.05, 2.0)
+        lam = theory.eigenvalues(W)
+        periodic = theory.mode_variances(lam, algorithm, 0.05, 2.0, mu=lam)
+        np.testing.assert_allclose(periodic[0], plain[0], rtol=1e-12, atol=1e-15)
+
+
+def test_topology_y_without_shared_eigenvectors_is_not_covered():
+    W = fastgt.topology("ring", n=8)
+    Wy = fastgt.topology("erdos_renyi", n=8, prob=0.6, seed=1)
+    with pytest.raises(fastgt.FastGTError, match="share their eigenvectors"):
+        theory.stationary(W, "gt", 0.01, topology_y=Wy)
+    cols = theory.theory_columns(W, "gt", 0.01, 1.0, "quadratic", "gaussian", 4)
+    assert math.isfinite(cols["theory_consensus"])
+
+
+def test_d2_with_local_steps_is_unstable_and_diverges():
+    """D²'s correction on a local step (W = I) leaves a unit root: with local steps no
+    stepsize is stable (max_stepsize 0), and a run diverges."""
+    W = fastgt.topology("ring", n=10)
+    assert theory.max_stepsize(W, "d2", local_steps=2) == 0.0
+    res = fastgt.run(algorithm="d2", topology=W, problem="hetero_quadratic", noise="none",
+                     d=2, steps=3000, stepsize=0.05, local_steps=2)
+    assert res.summary["status"] == "diverged"
+
+
+def _steps(W, algorithm, gamma, **relax):
+    """Enough steps for the start-up transient to vanish (check_against_simulation)."""
+    r = theory.rate(W, algorithm, gamma, **relax)
+    return max(2000, math.ceil(math.log(1e-9) / math.log(r)) + 20)
+
+
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd", "extra", "gt_atc", "centralized"])
+def test_local_steps_plateau_matches_theory(algorithm):
+    W = fastgt.topology("ring", n=12)
+    steps = _steps(W, algorithm, 0.1, local_steps=3)
+    check_against_simulation(W, algorithm, "quadratic", "gaussian", 0.1, 8, steps, 16,
+                             local_steps=3)
+
+
+@pytest.mark.parametrize("algorithm", ["gt", "gt_atc"])
+@pytest.mark.parametrize("noise", ["gaussian", "structured"])
+def test_topology_y_plateau_matches_theory(algorithm, noise):
+    W = fastgt.topology("ring", n=12)
+    Wy = fastgt.topology("ring", n=12, self_weight=0.7)
+    steps = _steps(W, algorithm, 0.1, topology_y=Wy)
+    check_against_simulation(W, algorithm, "quadratic", noise, 0.1, 8, steps, 16, topology_y=Wy)

@@ -19,17 +19,18 @@ runs smaller versions (fewer steps, stepsizes and zetas: a smoke test, seconds).
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-import fastgt  # noqa: E402
-from fastgt.analysis import best_over, steps_to  # noqa: E402
-from fastgt.sweep.executors import run_sweep  # noqa: E402
-from fastgt.sweep.grid import load_spec  # noqa: E402
+import fastgt
+from fastgt.analysis import best_over, steps_to
+from fastgt.sweep.executors import run_sweep
+from fastgt.sweep.grid import load_spec
 
 SPECS = Path(__file__).with_name("showcase")
 EPS = 1e-4  # (a): the accuracy in loss_nodes each algorithm's best stepsize reaches first
@@ -73,14 +74,14 @@ def figure_a(cells, traces, path: Path) -> str:
     plt.close(fig)
     table = best.pivot(index="zeta", columns="algorithm", values="steps_to_mean")
     steps = best.pivot(index="zeta", columns="algorithm", values="stepsize")
-    lines = [f"Steps to loss_nodes < {EPS:g} at each algorithm's best stepsize (mean over "
-             "seeds; -: no stepsize of the grid reached it), and the plateau of loss_nodes "
-             f"at stepsize {cells['stepsize'].min():g}.", "",
+    lines = [(f"Steps to loss_nodes < {EPS:g} at each algorithm's best stepsize (mean over "
+              "seeds; -: no stepsize of the grid reached it), and the plateau of loss_nodes "
+              f"at stepsize {cells['stepsize'].min():g}."), "",
              "| zeta | " + " | ".join(table.columns) + " |",
              "|---|" + "---|" * len(table.columns)]
     for z, row in table.iterrows():
         lines.append(f"| {z:g} | " + " | ".join(
-            "-" if v != v else f"{v:.0f} (gamma {steps.loc[z, a]:g}; plateau "
+            "-" if math.isnan(v) else f"{v:.0f} (gamma {steps.loc[z, a]:g}; plateau "
             f"{floor.loc[z, a]:.2g})" for a, v in row.items()) + " |")
     return "\n".join(lines)
 

@@ -9,7 +9,7 @@ import pytest
 import fastgt
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
-import showcase  # noqa: E402
+import showcase
 
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
 

@@ -3,7 +3,9 @@ non-mean mode's step map, its stationary covariance, and the paper's two relaxat
 
 - Separate mixing for y (topology_y): when W and W_y share their eigenvectors (both
   circulant of one shape, or both hypercubes: the same modes), each mode has its own pair
-  of eigenvalues (lam, mu), and ``mode_system`` takes mu.
+  of eigenvalues (lam, mu), and ``mode_system`` takes mu. Otherwise, up to DENSE_Y_MAX
+  nodes, the full 3n-state system of a coordinate (``dense_maps``), on the subspace where
+  GT's invariant holds.
 - Local steps k: a period is k - 1 steps with W = I (every mode's lam = mu = 1) and one
   communicating step; the covariance at the period's start solves P = Phi P Phi^T + Q, Phi
   the product of the k step maps and Q their accumulated noise, and the covariance at each
@@ -128,7 +130,7 @@ def shared_modes(W, Wy) -> tuple[np.ndarray, np.ndarray]:
     vectors); FastGTError otherwise."""
     from .topology.spectrum import mode_eigenvalues
 
-    if W.structure is None or W.structure != Wy.structure:
+    if not shares_modes(W, Wy):
         raise FastGTError(
             f"theory with topology_y: covered when W and topology_y share their eigenvectors "
             f"(both circulant of one shape, or both hypercubes), not {W.describe()} with "
@@ -144,3 +146,65 @@ def mode_eigenvalue(Wy, v) -> float:
         raise FastGTError("theory with topology_y: structured noise's eigenvectors of W are "
                           "not eigenvectors of topology_y")
     return mu
+
+
+#: largest n of the dense path (topology_y without W's eigenvectors): 3n states per coordinate
+DENSE_Y_MAX = 120
+
+
+def dense_maps(W, Wy, algorithm: str, stepsize: float, a: float, local: int = 1):
+    """GT or ATC-GT with y mixing with W_y, as the full system of one coordinate, for W and
+    W_y that need not share eigenvectors: s = (x, y, e) over the n nodes, s' = M s + N e'.
+    Returns ([(M, N)] of a period, U): U an orthonormal basis of the subspace where the
+    invariant 1^T (y - a x - e) is 0 (y(0) = g(0)), which every M keeps."""
+    n = W.n
+    if n > DENSE_Y_MAX:
+        raise FastGTError(
+            f"theory with topology_y: {W.describe()} and {Wy.describe()} do not share their "
+            f"eigenvectors, and the dense path is for n <= {DENSE_Y_MAX} (n={n})")
+    import scipy.linalg as sla
+
+    I, Z = np.eye(n), np.zeros((n, n))
+
+    def step(Wd, Yd):
+        if algorithm == "gt":
+            M = np.block([[Wd, -stepsize * Wd, Z], [a * (Wd - I), Yd - a * stepsize * Wd, -I],
+                          [Z, Z, Z]])
+            return M, np.vstack([Z, I, I])
+        M = np.block([[Wd, -stepsize * Wd, Z],
+                      [a * Yd @ (Wd - I), Yd @ (I - a * stepsize * Wd), -Yd], [Z, Z, Z]])
+        return M, np.vstack([Z, Yd, I])
+
+    maps = [step(I, I)] * (local - 1) + [step(W.to_dense(), Wy.to_dense())]
+    ell = np.concatenate([-a * np.ones(n), np.ones(n), -np.ones(n)])
+    return maps, sla.null_space(ell[None, :])
+
+
+def dense_covariances(maps, U, S) -> list[np.ndarray]:
+    """The stationary covariance of the full state at each phase of the period, for noise
+    of covariance S (n x n) per step, on the invariant subspace U."""
+    import scipy.linalg as sla
+
+    k = len(U)
+    Phi, Q = np.eye(k), np.zeros((k, k))
+    for M, N in maps:
+        Phi = M @ Phi
+        Q = M @ Q @ M.T + N @ S @ N.T
+    P = [U @ sla.solve_discrete_lyapunov(U.T @ Phi @ U, U.T @ Q @ U) @ U.T]
+    for M, N in maps[:-1]:
+        P.append(M @ P[-1] @ M.T + N @ S @ N.T)
+    return P
+
+
+def dense_radius(maps, U) -> float:
+    """Per-step spectral radius of the noiseless full system on the invariant subspace (the
+    mean mode included)."""
+    Phi = np.eye(len(U))
+    for M, _ in maps:
+        Phi = M @ Phi
+    return float(np.abs(np.linalg.eigvals(U.T @ Phi @ U)).max() ** (1.0 / len(maps)))
+
+
+def shares_modes(W, Wy) -> bool:
+    """Whether the per-mode path pairs W's and W_y's modes (shared_modes)."""
+    return W.structure is not None and W.structure == Wy.structure

@@ -40,6 +40,9 @@ import numpy as np
 from .errors import FastGTError, FastGTWarning, bad, check_choice, check_float, check_int
 from .metrics import THEORY_METRICS
 from .modes import (
+    dense_covariances,
+    dense_maps,
+    dense_radius,
     lyapunov,
     mode_eigenvalue,
     mode_system,
@@ -48,6 +51,7 @@ from .modes import (
     phase_covariances,
     recorded_phases,
     shared_modes,
+    shares_modes,
 )
 
 #: largest n for which the eigenvalues of a W without closed form come from a dense eigvalsh
@@ -185,6 +189,11 @@ def _relaxed(local_steps, topology_y) -> bool:
     return local_steps != 1 or topology_y is not None
 
 
+def _dense(W, Wy) -> bool:
+    """Whether topology_y takes the dense path (it does not share W's modes)."""
+    return Wy is not None and not shares_modes(W, Wy)
+
+
 def _mode_pairs(W, algorithm: str, local_steps: int, Wy):
     """(lam, mu) of the modes a rate is maximised over (mu None: y mixes with W)."""
     if Wy is not None:
@@ -218,10 +227,13 @@ def max_stepsize(W, algorithm: str, problem="quadratic", local_steps: int = 1,
         if algorithm in CLOSED or algorithm == "centralized":
             return 2.0 / a
         lam, mu = _modes(W), None
-    else:
+    elif not _dense(W, topology_y):
         lam, mu = _mode_pairs(W, "", local_steps, topology_y)
 
     def stable(gamma):
+        if _dense(W, topology_y):
+            return dense_radius(*dense_maps(W, topology_y, algorithm, gamma, a,
+                                            local_steps)) < 1.0
         return mode_radius(lam, algorithm, gamma, a, mu, local_steps).max() < 1.0
 
     grid = (2.0 / a) * np.arange(1, 257) / 256
@@ -263,6 +275,8 @@ def rate(W, algorithm: str, stepsize: float, problem="quadratic", local_steps: i
     stepsize = _check(algorithm, stepsize, W)
     a = _curvature(problem)
     local_steps = check_int("local_steps", local_steps, 1)
+    if _dense(W, topology_y):
+        return dense_radius(*dense_maps(W, topology_y, algorithm, stepsize, a, local_steps))
     lam, mu = _mode_pairs(W, algorithm, local_steps, topology_y)
     radius = mode_radius(lam, algorithm, stepsize, a, mu, local_steps)
     return float(max(abs(1.0 - a * stepsize), radius.max()))
@@ -323,6 +337,9 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
         return _constant(algorithm, math.inf)
     if noise == "none" or sigma2 == 0.0:
         return _constant(algorithm, 0.0)
+    if _dense(W, topology_y):
+        return _dense_stationary(W, algorithm, stepsize, sigma2, a, noise, d, local_steps,
+                                 topology_y, record_every)
     mu = None
     if noise == "gaussian":
         # every mode gets noise variance sigma2/d in each of d coordinates; metrics are (1/n) sum
@@ -346,6 +363,33 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
     consensus = float(weights @ vx)
     return {"loss_avg": loss_avg, "loss_nodes": loss_avg + 0.5 * a * consensus,
             "consensus": consensus, "tracking": math.nan if vy is None else float(weights @ vy)}
+
+
+def _dense_stationary(W, algorithm, stepsize, sigma2, a, noise, d, local_steps, Wy,
+                      record_every) -> dict:
+    """stationary() for a topology_y that does not share W's eigenvectors: the full system's
+    covariance per noise structure (fastgt.modes.dense_maps), averaged over the recorded
+    phases; the mean mode is SGD on xbar as always."""
+    n = W.n
+    maps, U = dense_maps(W, Wy, algorithm, stepsize, a, local_steps)
+    if noise == "gaussian":  # d coordinates of sigma2/d I: as one of sigma2 I
+        covs, loss_avg = [(1, sigma2 * np.eye(n))], 0.5 * a * sigma2 / n * stepsize**2 / (
+            1.0 - (1.0 - a * stepsize) ** 2)
+    else:
+        sp = W.spectrum(vectors=True)
+        dv = (d + 1) // 2
+        covs = [(dv, sigma2 / d * n * np.outer(sp.v, sp.v)),
+                (d - dv, sigma2 / d * n * np.outer(sp.u, sp.u))]
+        loss_avg = 0.0
+    C = np.eye(n) - 1.0 / n
+    phases = recorded_phases(local_steps, record_every)
+    consensus = tracking = 0.0
+    for count, S in covs:
+        P = dense_covariances(maps, U, S)
+        consensus += count * np.mean([np.trace(C @ P[j][:n, :n]) for j in phases]) / n
+        tracking += count * np.mean([np.trace(C @ P[j][n:2 * n, n:2 * n]) for j in phases]) / n
+    return {"loss_avg": loss_avg, "loss_nodes": loss_avg + 0.5 * a * consensus,
+            "consensus": float(consensus), "tracking": float(tracking)}
 
 
 def _constant(algorithm: str, value: float) -> dict:

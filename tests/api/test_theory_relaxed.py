@@ -122,10 +122,32 @@ def test_plain_runs_keep_their_numbers():
         np.testing.assert_allclose(periodic[0], plain[0], rtol=1e-12, atol=1e-15)
 
 
-def test_topology_y_without_shared_eigenvectors_is_not_covered():
+@pytest.mark.parametrize("algorithm", ["gt", "gt_atc"])
+@pytest.mark.parametrize("noise", ["gaussian", "structured"])
+@pytest.mark.parametrize("local", [1, 3])
+def test_dense_path_agrees_with_the_modes(algorithm, noise, local):
+    """The same W_y without its circulant structure takes the dense path (the full 3n-state
+    system): the values of the per-mode path to 1e-10."""
+    W = fastgt.topology("ring", n=8)
+    Wy = fastgt.topology("ring", n=8, self_weight=0.6)
+    plain = fastgt.MixingMatrix(Wy.indptr, Wy.indices, Wy.weights, Wy.mean_weight)
+    kw = {"noise": noise, "d": 4, "local_steps": local}
+    modes = theory.stationary(W, algorithm, 0.1, topology_y=Wy, **kw)
+    dense = theory.stationary(W, algorithm, 0.1, topology_y=plain, **kw)
+    for m in ("consensus", "tracking", "loss_nodes"):
+        assert dense[m] == pytest.approx(modes[m], rel=1e-10), m
+    assert theory.rate(W, algorithm, 0.1, local_steps=local, topology_y=plain) == pytest.approx(
+        theory.rate(W, algorithm, 0.1, local_steps=local, topology_y=Wy), rel=1e-10)
+
+
+def test_dense_path_has_a_size_limit(monkeypatch):
+    from fastgt import modes
+
+    monkeypatch.setattr(modes, "DENSE_Y_MAX", 6)
     W = fastgt.topology("ring", n=8)
     Wy = fastgt.topology("erdos_renyi", n=8, prob=0.6, seed=1)
-    with pytest.raises(fastgt.FastGTError, match="share their eigenvectors"):
+    with pytest.raises(fastgt.FastGTError, match="do not share their eigenvectors, and the "
+                                                 "dense path is for n <= 6"):
         theory.stationary(W, "gt", 0.01, topology_y=Wy)
     cols = theory.theory_columns(W, "gt", 0.01, 1.0, "quadratic", "gaussian", 4)
     assert math.isfinite(cols["theory_consensus"])
@@ -157,8 +179,11 @@ def test_local_steps_plateau_matches_theory(algorithm):
 
 @pytest.mark.parametrize("algorithm", ["gt", "gt_atc"])
 @pytest.mark.parametrize("noise", ["gaussian", "structured"])
-def test_topology_y_plateau_matches_theory(algorithm, noise):
+@pytest.mark.parametrize("shared", [True, False])
+def test_topology_y_plateau_matches_theory(algorithm, noise, shared):
+    """W_y a ring of other weights (the per-mode path) or an Erdos-Renyi graph (dense)."""
     W = fastgt.topology("ring", n=12)
-    Wy = fastgt.topology("ring", n=12, self_weight=0.7)
+    Wy = (fastgt.topology("ring", n=12, self_weight=0.7) if shared else
+          fastgt.topology("erdos_renyi", n=12, prob=0.4, seed=0))
     steps = _steps(W, algorithm, 0.1, topology_y=Wy)
     check_against_simulation(W, algorithm, "quadratic", noise, 0.1, 8, steps, 16, topology_y=Wy)

@@ -471,7 +471,8 @@ def ab_child(args, threads: int, out_path: str) -> None:
         for topo in TOPOLOGIES:
             W = build_topology(topo, n)
             cases += [({"algorithm": a, "setup": s, "topology": topo, "n": n,
-                        "label": topology_label(topo, n)}, W) for a in args.algorithms for s in args.setups]
+                        "label": topology_label(topo, n)}, W) for a in args.algorithms
+                      for s in args.setups if not refused(a, W)]  # D² on a torus
     t = time.perf_counter()
     for case, W in cases:
         case["checksum"] = checksum(case, W, threads)

@@ -74,8 +74,8 @@ class TimeVarying:
     """W(t) of step t: ``period[r mod P]`` at the r-th communication, or (``drawn``) a random
     matching of step t drawn from the run's seed, ``period`` then holding its template (rows
     of 3 entries: the node, its partner and the partner again, weights (a, 1 - a, 0);
-    kernels/steps.py: Mixing.drawn). ``contraction``: ||W(P-1)...W(0) - J||_2 (or, drawn,
-    p_eff itself) when a closed form is known."""
+    kernels/steps.py: Mixing.drawn). ``closed``: a function giving ||W(P-1)...W(0) - J||_2 in
+    closed form (the one-peer graph), or None (a dense or Lanczos product: _product_norm)."""
 
     period: tuple
     name: str
@@ -134,6 +134,7 @@ class TimeVarying:
         if self.drawn:
             return TimeVarying((matching_template(self.n, 0.5 + 0.5 * self.period[0].weights[0]),),
                                self.name, params, True)
+        # no ``closed``: the one-peer graph's closed form is for (I + S^s) / 2 itself
         return TimeVarying(tuple(m.lazy() for m in self.period), self.name, params, False)
 
     def validated(self) -> TimeVarying:

@@ -642,17 +642,13 @@ def ab_report(children: list[dict]) -> tuple[list[dict], str, list[str]]:
 
 
 # ------------------------------------------------------------------------------- cli
-def int_list(text: str) -> list[int]:
-    return [int(v) for v in text.split(",") if v.strip()]
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
                    help="smoke version (< 1 min): fewer, shorter repeats, n=300 unless --n")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON here")
-    p.add_argument("--threads", type=int_list, default=[1, 2], help="thread counts (default 1,2)")
-    p.add_argument("--n", type=int_list, default=None, help="node counts (default 300,3000)")
+    p.add_argument("--threads", type=common.int_list, default=[1, 2], help="thread counts (default 1,2)")
+    p.add_argument("--n", type=common.int_list, default=None, help="node counts (default 300,3000)")
     p.add_argument("--no-paper", action="store_true", help="skip the paper-size job")
     p.add_argument("--setups", type=lambda v: [x.strip().upper() for x in v.split(",") if x.strip()],
                    default=["A", "B"], help="noise setups: A (i.i.d. gaussian), B (structured); "

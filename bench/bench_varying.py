@@ -58,16 +58,12 @@ def child(args) -> None:
                       flush=True)
 
 
-def ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",")]
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=ints, default=[300, 3000, 30000])
-    ap.add_argument("--d", type=ints, default=[100, 10])
+    ap.add_argument("--n", type=common.int_list, default=[300, 3000, 30000])
+    ap.add_argument("--d", type=common.int_list, default=[100, 10])
     ap.add_argument("--algorithms", type=lambda s: s.split(","), default=["gt", "dsgd"])
-    ap.add_argument("--threads", type=ints, default=[1, 2])
+    ap.add_argument("--threads", type=common.int_list, default=[1, 2])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--target-s", type=float, default=0.1, help="seconds per timed block")
     ap.add_argument("--quick", action="store_true", help="n=300, d=100, 3 repeats, 1 thread")

@@ -8,6 +8,11 @@ import statistics
 import time
 
 
+def int_list(text: str) -> list[int]:
+    """A command-line list of integers: "300,3000" -> [300, 3000]."""
+    return [int(v) for v in text.split(",") if v.strip()]
+
+
 def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:

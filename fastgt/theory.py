@@ -228,7 +228,7 @@ def max_stepsize(W, algorithm: str, problem="quadratic", local_steps: int = 1,
             return 2.0 / a
         lam, mu = _modes(W), None
     elif not _dense(W, topology_y):
-        lam, mu = _mode_pairs(W, "", local_steps, topology_y)
+        lam, mu = _mode_pairs(W, algorithm, local_steps, topology_y)
 
     def stable(gamma):
         if _dense(W, topology_y):

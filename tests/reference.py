@@ -118,7 +118,8 @@ _U64 = (1 << 64) - 1
 _GOLDEN, _M1, _M2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 
 
-def _mix64(z):
+def splitmix64(z):
+    """SplitMix64's output function of a Python integer (mod 2^64)."""
     z = ((z ^ (z >> 30)) * _M1) & _U64
     z = ((z ^ (z >> 27)) * _M2) & _U64
     return z ^ (z >> 31)
@@ -130,11 +131,11 @@ def matching_partners(seed, t, n):
     j uniform in [0, i], pi[i] = pi[j], pi[j] = i) whose j is draw i of the step's key in the
     run seed's matching stream (stream 2); the nodes at positions 2m and 2m + 1 of pi are
     partners."""
-    skey = _mix64((_mix64((seed + _GOLDEN) & _U64) ^ (2 * _M1)) & _U64)
-    key = _mix64((skey + (t + 1) * _GOLDEN) & _U64)
+    skey = splitmix64((splitmix64((seed + _GOLDEN) & _U64) ^ (2 * _M1)) & _U64)
+    key = splitmix64((skey + (t + 1) * _GOLDEN) & _U64)
     pi = [0] * n
     for i in range(n):
-        u = (_mix64((key - (i + 1) * _GOLDEN) & _U64) >> 12) / 2.0**52
+        u = (splitmix64((key - (i + 1) * _GOLDEN) & _U64) >> 12) / 2.0**52
         j = min(i, int(u * (i + 1)))
         pi[i] = pi[j]
         pi[j] = i

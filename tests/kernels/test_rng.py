@@ -82,13 +82,8 @@ def test_no_correlation_between_coordinates_and_nodes():
 def _splitmix_reference(rkey: int, pairs: int) -> np.ndarray:
     """SplitMix64 outputs rkey + (m + 1) golden, m < pairs, in Python integers."""
     mask = 2**64 - 1
-    out = []
-    for m in range(pairs):
-        z = (rkey + (m + 1) * 0x9E3779B97F4A7C15) & mask
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
-        out.append(z ^ (z >> 31))
-    return np.array(out, dtype=np.uint64)
+    return np.array([ref.splitmix64((rkey + (m + 1) * 0x9E3779B97F4A7C15) & mask)
+                     for m in range(pairs)], dtype=np.uint64)
 
 
 @pytest.mark.parametrize("width", [37, 160])

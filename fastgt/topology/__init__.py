@@ -35,7 +35,8 @@ def topology(name: str, **params) -> MixingMatrix | TimeVarying:
     erdos_renyi(n, prob, seed=0), geometric(n, radius, seed=0), from_edges(edges, n=None),
     from_matrix(W). General graphs take ``weights="metropolis"|"max_degree"``.
     Time-varying: one_peer_exponential(n), random_matching(n) (drawn every step from the
-    run's seed), cycle(matrices) (a list applied in turn).
+    run's seed), cycle(matrices) (a list applied in turn: built topologies, arrays, or
+    topology tables such as {"topology": "ring", "n": 16}).
     Any family takes ``lazy=True`` for (W + I) / 2.
     """
     lazy = params.pop("lazy", False)
@@ -54,8 +55,18 @@ def topology(name: str, **params) -> MixingMatrix | TimeVarying:
     missing = [k for k, d in allowed.items() if d is inspect.Parameter.empty and k not in params]
     if missing:
         raise FastGTError(f"topology {name!r} needs {', '.join(missing)}")
+    if isinstance(params.get("matrices"), list):  # cycle: topology tables built here
+        params["matrices"] = [_table(m) for m in params["matrices"]]
     mm = FAMILIES[name](**params)
     return _checked(mm.lazy() if lazy else mm)
+
+
+def _table(m):
+    """A topology table {"topology": "ring", "n": 16, ...} (this function's parameter
+    names; fastgt.flat translates the flat ones) built, anything else as it is."""
+    if isinstance(m, dict) and "topology" in m:
+        return topology(m["topology"], **{k: v for k, v in m.items() if k != "topology"})
+    return m
 
 
 def _checked(W):

@@ -115,7 +115,8 @@ class TimeVarying:
         rows = np.concatenate([i, i])
         vals = np.concatenate([np.full(self.n, a), np.full(self.n, 1.0 - a)])
         return MixingMatrix.from_sparse(_coo(vals, rows, np.concatenate([i, j]), self.n),
-                                        name=self.name)
+                                        name=self.name,
+                                        params={"n": self.n, "step": step, "seed": seed})
 
     def spectrum(self, vectors: bool = False, method: str = "auto") -> PeriodSpectrum:
         """The PeriodSpectrum (module docstring); ``vectors``: refused (no eigenvectors of a

@@ -160,6 +160,16 @@ def test_cycle_refusals(matrices, match):
         fastgt.topology("cycle", matrices=matrices)
 
 
+def test_cycle_takes_topology_tables():
+    """The example of docs/topologies.md: tables are built like fastgt.topology's own calls."""
+    C = fastgt.topology("cycle", matrices=[{"topology": "ring", "n": 16},
+                                           {"topology": "torus", "n": 16}])
+    np.testing.assert_array_equal(C.period[1].to_dense(),
+                                  fastgt.topology("torus", n=16).to_dense())
+    with pytest.raises(FastGTError, match="topology 'ring' needs n"):
+        fastgt.topology("cycle", matrices=[{"topology": "ring"}])
+
+
 def test_cycle_of_a_time_varying_topology_is_refused():
     with pytest.raises(FastGTError, match="static mixing matrices"):
         fastgt.topology("cycle", matrices=[fastgt.topology("random_matching", n=4)])

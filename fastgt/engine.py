@@ -20,7 +20,7 @@ from .config import DIVERGE_FACTOR, SMALL_RUN
 from .errors import FastGTError, bad, check_choice, check_float, check_int
 from .kernels.metrics import KERNEL_METRICS
 from .params import PARAMS
-from .problems import make_noise
+from .problems import SAMPLED, make_noise
 from .problems import problem as get_problem
 from .runtime import numba_threads
 from .topology import MixingMatrix, TimeVarying
@@ -136,6 +136,11 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
                 raise FastGTError(refusal)
     wy = checked_topology_y(topology_y, algo, parsed[0].W.n)
     prob = spec.build(parsed[0].W.n, d)
+    if prob.d != d:  # a data file fixes d
+        d = prob.d
+        parsed = [_parse_cell(c, noise, d) for c in cells]
+    if noise in SAMPLED:
+        prob = prob.sampled()
     shared = {"algorithm": algo.name, "problem": spec.name,
               **{f"problem_{k}": v for k, v in spec.params.items() if np.isscalar(v)},
               "noise": noise, "d": d, "steps": steps, "record_every": record_every,
@@ -171,12 +176,15 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         loop_time = time.perf_counter() - t_loop
 
     wall = time.perf_counter() - t_start
+    info = prob.info()
     out = []
     for c, (cell, rec) in enumerate(zip(parsed, recs)):
         records = np.array(rec.rows).reshape(-1, 1 + len(M.DECLARED))
         config = {**shared, "topology": cell.W.name, **cell.W.params, "sigma2": cell.noise.sigma2,
-                  "stepsize": cell.gamma, "seed": cell.seed, "threads": nthreads}
+                  "stepsize": cell.gamma, "seed": cell.seed, "threads": nthreads,
+                  **({"problem_info": info} if info else {})}
         summary = _summarize(records, rec, loop_time / batch.C, wall / batch.C, nthreads, batch.C)
+        summary.update(prob.columns())
         out.append(RunResult(records, summary, config,
                              LazyState(algo.state(batch, arrays, cur, c, t))))
     return out
@@ -227,6 +235,7 @@ class _Recorder:
         self.part = batch.part[c]
         self.fill = batch.problem.metrics(batch.widen)
         self.declared = M.DECLARED
+        self.defined = [m.applies is None or m.applies(batch.problem) for m in self.declared]
         self.fused = np.empty(len(KERNEL_METRICS))
         self.slots = [KERNEL_METRICS.index(m.name) if m.name in KERNEL_METRICS else -1
                       for m in self.declared]
@@ -243,8 +252,8 @@ class _Recorder:
         has_y = Y is not None
         self.fill(X, Y, has_y, self.part, self.fused)
         snap = None
-        for j, (m, slot) in enumerate(zip(self.declared, self.slots)):
-            if m.needs_y and not has_y:
+        for j, (m, slot, defined) in enumerate(zip(self.declared, self.slots, self.defined)):
+            if (m.needs_y and not has_y) or not defined:
                 self.out[j] = np.nan
             elif slot >= 0:
                 self.out[j] = self.fused[slot]
@@ -255,7 +264,8 @@ class _Recorder:
         self.rows.append(float(t))
         self.rows.extend(self.out.tolist())
         self.steps_done = t
-        vals = [(m.name, v) for m, v in zip(self.declared, self.out) if has_y or not m.needs_y]
+        vals = [(m.name, v) for m, v, ok in zip(self.declared, self.out, self.defined)
+                if ok and (has_y or not m.needs_y)]
         if t > 0 and (not all(np.isfinite(v) for _, v in vals) or self.out[self.loss] > self.limit):
             self.status, self.diverged_step, self.reason = "diverged", t, self._why(vals)
 

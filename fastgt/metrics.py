@@ -37,6 +37,8 @@ class Metric:
     needs_y: bool = False
     theory: bool = False  # the exact theory gives its plateau (fastgt.theory)
     compute: Callable | None = None  # (Snapshot) -> float, when the fused kernel lacks it
+    #: (problem) -> whether the metric is defined for it (NaN, not a divergence, otherwise)
+    applies: Callable | None = None
 
 
 DECLARED = (
@@ -45,7 +47,13 @@ DECLARED = (
     Metric("consensus", "(1/n) sum_i ||x_i - xbar||^2", theory=True),
     Metric("grad_norm2", "||grad f(xbar)||^2"),
     Metric("tracking", "(1/n) sum_i ||y_i - ybar||^2", needs_y=True, theory=True),
+    Metric("accuracy", "fraction of the training rows with y a^T xbar > 0 (classification)",
+           compute=lambda s: s.problem.accuracy(s.xbar),
+           applies=lambda problem: getattr(problem, "classification", False)),
 )
 METRICS = tuple(m.name for m in DECLARED)
 #: the metrics whose plateaus the exact theory predicts
 THEORY_METRICS = tuple(m.name for m in DECLARED if m.theory)
+#: values of the problem instance in a cell's row (Problem.columns: the problems with data;
+#: NaN for the others): f* and the heterogeneity zeta2 = (1/n) sum_i ||grad f_i(x*)||^2
+PROBLEM_COLUMNS = ("fstar", "zeta2")

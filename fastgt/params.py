@@ -98,6 +98,12 @@ def _noises():
     return NOISES
 
 
+def _splits():
+    from .data import SPLITS
+
+    return SPLITS
+
+
 def _weights():
     from .topology.weights import WEIGHT_RULES
 
@@ -146,9 +152,12 @@ _DECLARED = [
     Param("topology", str, "run", "topology family, its parameters below (see fastgt topo)",
           choices=_families, default=REQUIRED),
     Param("problem", str, "run", "quadratic: Setup A/B (f_i = ||x||^2); consensus: f_i = "
-          "1/2 ||x - mu_i||^2; hetero_quadratic: diagonal quadratics drawn per node",
+          "1/2 ||x - mu_i||^2; hetero_quadratic: diagonal quadratics drawn per node; "
+          "least_squares, logistic, nonconvex: on node-local data",
           choices=_problems, default="quadratic"),
-    Param("noise", str, "run", "gaussian: Setup A; structured: Setup B; none: exact gradients",
+    Param("noise", str, "run", "gaussian: Setup A; structured: Setup B; none (= full): exact "
+          "gradients; minibatch: batch_size of a node's rows per gradient (problems with "
+          "data), minibatch+gaussian: with Setup A's noise added",
           choices=_noises, default="gaussian"),
     Param("sigma2", float, "run", "noise variance: (1/n) sum E||noise_i||^2", _float(0.0),
           default=1.0, per_cell=True),
@@ -196,7 +205,22 @@ _DECLARED = [
     Param("L", float, "problem", "hetero_quadratic: largest curvature", _float(0.0, lo_open=True)),
     Param("mu", float, "problem", "hetero_quadratic: smallest curvature",
           _float(0.0, lo_open=True)),
-    Param("problem_seed", int, "problem", "seed of the drawn problem data", _int(0)),
+    Param("problem_seed", int, "problem", "seed of the drawn problem data (and of the split "
+          "of a data set across the nodes)", _int(0)),
+    Param("data", str, "problem", "least_squares, logistic, nonconvex: 'synthetic' or a data "
+          "FILE (LIBSVM text, .npz with X and y, .parquet with a y or label column); a file "
+          "fixes d"),
+    Param("samples", int, "problem", "synthetic data: rows per node", _int(1)),
+    Param("split", str, "problem", "how the data's rows are split across the nodes: iid, "
+          "dirichlet (label skew, split_alpha), sorted (by label)", choices=_splits),
+    Param("split_alpha", float, "problem", "dirichlet split: concentration (smaller: more skew)",
+          _float(0.0, lo_open=True)),
+    Param("batch_size", int, "problem", "noise=minibatch: rows drawn (with replacement) per "
+          "gradient", _int(1)),
+    Param("reg", float, "problem", "regularization weight (l2 for least_squares and logistic, "
+          "sum x^2/(1+x^2) for nonconvex)", _float(0.0)),
+    Param("label_noise", float, "problem", "synthetic data: probability of a flipped label "
+          "(logistic, nonconvex), noise std of the targets (least_squares)", _float(0.0)),
 ]
 
 #: name -> Param, in declared order (the order of the result columns)

@@ -68,5 +68,6 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     plan = prepare(cells, algorithm, problem, noise, d, steps, record_every, parallel,
                    local_steps, allow_unstable,
                    None if topology_y is None else table_topology(topology_y))
-    ensure_warm((plan.algo.name,))  # after the checks: a typo never waits for a compile
+    # after the checks: a typo never waits for a compile
+    ensure_warm((plan.algo.name,), plan.problem.kernels)
     return execute(plan, threads, progress)

@@ -38,7 +38,7 @@ def threading_layer() -> str:
         return "not initialised"
 
 
-_state: dict = {}  # algorithm -> known warm
+_state: dict = {}  # (algorithm, problem family) -> known warm
 
 
 def _kernels() -> list:
@@ -59,7 +59,7 @@ def _kernels() -> list:
     return [first[k] for k in sorted(first)]
 
 
-def _marker(algorithm: str) -> tuple[Path, str]:
+def _marker(algorithm: str, kernels=None) -> tuple[Path, str]:
     """The marker file of ``algorithm``, and the text it holds once warmup() has compiled
     the kernels its runs use there (each algorithm has its own block functions: a run of
     one never compiles the others'): what numba's on-disk cache checks before it loads a kernel instead of compiling
@@ -72,8 +72,16 @@ def _marker(algorithm: str) -> tuple[Path, str]:
     - What: each kernel file's source stamp (its content hash; mtime and size before numba
       0.61), which the entries' index must match, and the target machine (CPU name and
       features), by which the index keys machine code.
+
+    ``kernels``: a problem family's (kernels.oracles.ProblemKernels; None: the diagonal
+    quadratics'): another family's templates compile apart, under a marker of their own
+    that also stamps the family's gradient hook.
     """
     ks = _kernels()
+    family = "quadratic" if kernels is None else kernels.family
+    if family != "quadratic":
+        algorithm = f"{algorithm}-{family}"
+        ks = ks + [kernels.grad_row]
     locators = [k._cache._impl.locator for k in ks]
     stamps = [f"{Path(k.py_func.__code__.co_filename).name} {loc.get_source_stamp()!r}"
               for k, loc in zip(ks, locators)]
@@ -82,22 +90,28 @@ def _marker(algorithm: str) -> tuple[Path, str]:
     return path, "\n".join([*stamps, machine])
 
 
-def is_warm(algorithm: str = "gt") -> bool:
-    """Whether the compile cache holds the kernels of ``algorithm``'s runs for this copy of
-    fastgt (its sources and their place) and this machine: whether a run would load them,
-    not compile."""
-    if not _state.get(algorithm):
-        m, text = _marker(algorithm)
-        _state[algorithm] = m.exists() and m.read_text() == text
-    return _state[algorithm]
+def is_warm(algorithm: str = "gt", kernels=None) -> bool:
+    """Whether the compile cache holds the kernels of ``algorithm``'s runs (on the problem
+    family of ``kernels``, default the quadratics) for this copy of fastgt (its sources and
+    their place) and this machine: whether a run would load them, not compile."""
+    key = _unit(algorithm, kernels)
+    if not _state.get(key):
+        m, text = _marker(algorithm, kernels)
+        _state[key] = m.exists() and m.read_text() == text
+    return _state[key]
 
 
-def mark_warm(algorithm: str) -> None:
-    """Record that ``algorithm``'s kernels are compiled for this copy and this machine."""
-    m, text = _marker(algorithm)
+def mark_warm(algorithm: str, kernels=None) -> None:
+    """Record that ``algorithm``'s kernels (on the family of ``kernels``) are compiled for
+    this copy and this machine."""
+    m, text = _marker(algorithm, kernels)
     m.parent.mkdir(parents=True, exist_ok=True)
     m.write_text(text)
-    _state[algorithm] = True
+    _state[_unit(algorithm, kernels)] = True
+
+
+def _unit(algorithm: str, kernels) -> tuple:
+    return algorithm, "quadratic" if kernels is None else kernels.family
 
 
 def cache_dir() -> str:

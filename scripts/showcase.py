@@ -9,10 +9,13 @@
 (b) d2_fails.toml: a ring with lambda_n = -0.8, where D² diverges and GT does not;
 (c) local_steps.toml: GT with local steps k = 1, 2, 5, 10, loss against communication rounds;
 (d) one_peer.toml: the one-peer exponential graph against the static exponential graph and
-    the ring at n = 1024, against steps and against messages sent per node.
+    the ring at n = 1024, against steps and against messages sent per node;
+(e) logistic.toml: GT, D-SGD and D² on logistic regression over a ring of 32 nodes with
+    Dirichlet label skew alpha = 0.1, 1, 10 (minibatches of 8): loss against communication
+    rounds (one per step for all three), accuracy, and each split's heterogeneity zeta2.
 
 Each sweep is an ordinary ``fastgt grid`` directory under --out (a rerun resumes); the
-figures are OUT/showcase_{a,b,c,d}.png and the numbers behind (a) OUT/showcase.md. --quick
+figures are OUT/showcase_{a,b,c,d,e}.png and the numbers behind (a) and (e) OUT/showcase.md. --quick
 runs smaller versions (fewer steps, stepsizes and zetas: a smoke test, seconds).
 """
 
@@ -37,7 +40,8 @@ EPS = 1e-4  # (a): the accuracy in loss_nodes each algorithm's best stepsize rea
 #: --quick: (--set values, --param axes) of each sweep
 QUICK = {"zeta": (["steps=3000"], ["stepsize=0.025,0.1", "zeta=0,1,10", "seed=0"]),
          "d2_fails": (["steps=600"], []), "local_steps": (["steps=4000", "record_every=100"], []),
-         "one_peer": (["steps=600", "n=256"], [])}
+         "one_peer": (["steps=600", "n=256"], []),
+         "logistic": (["steps=2000"], [])}
 
 
 def sweep(name: str, out: Path, workers: int, quick: bool):
@@ -126,6 +130,36 @@ def figure_d(traces, n: int, path: Path) -> None:
     plt.close(fig)
 
 
+def figure_e(cells, traces, path: Path) -> str:
+    """loss_nodes against communication rounds, one panel per split_alpha; the table of
+    zeta2 and of the final loss and accuracy."""
+    alphas = sorted(cells["split_alpha"].unique())
+    fig, axes = plt.subplots(1, len(alphas), figsize=(4 * len(alphas), 3.6), sharey=True)
+    for ax, alpha in zip(axes, alphas):
+        for algorithm, g in traces[traces["split_alpha"] == alpha].groupby("algorithm"):
+            g = g.sort_values("step")
+            ax.plot(g["comm_rounds"], g["loss_nodes"], label=algorithm)
+        zeta2 = cells.loc[cells["split_alpha"] == alpha, "zeta2"].iloc[0]
+        ax.set_title(f"split_alpha = {alpha:g} (zeta2 = {zeta2:.3g})", fontsize=9)
+        ax.set_yscale("log")
+        ax.set_xlabel("communication rounds (= steps)")
+    axes[0].set_ylabel("loss_nodes")
+    axes[0].legend(fontsize=8)
+    fig.suptitle("logistic regression, ring n = 32, Dirichlet label skew, minibatches of 8",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    lines = ["| split_alpha | zeta2 | " + " | ".join(
+        f"{a}: loss_nodes, accuracy" for a in sorted(cells["algorithm"].unique())) + " |",
+        "|---|---|" + "---|" * cells["algorithm"].nunique()]
+    for alpha, g in cells.groupby("split_alpha"):
+        g = g.set_index("algorithm").sort_index()
+        lines.append(f"| {alpha:g} | {g['zeta2'].iloc[0]:.3g} | " + " | ".join(
+            f"{r.loss_nodes:.2e}, {r.accuracy:.3f}" for r in g.itertuples()) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("results/showcase"))
@@ -144,10 +178,14 @@ def main(argv=None) -> None:
                   "GT with local steps, hetero_quadratic, ring n=32", logx=True)
     cells, traces = sweep("one_peer", out, args.workers, args.quick)
     figure_d(traces, int(cells["n"].iloc[0]), out / "showcase_d.png")
+    cells, traces = sweep("logistic", out, args.workers, args.quick)
+    table_e = figure_e(cells, traces, out / "showcase_e.png")
     (out / "showcase.md").write_text(
-        "# (a) heterogeneity: every algorithm at its best stepsize\n\n" + table + "\n")
-    print(f"figures: {', '.join(str(out / f'showcase_{k}.png') for k in 'abcd')}")
+        "# (a) heterogeneity: every algorithm at its best stepsize\n\n" + table + "\n\n"
+        "# (e) logistic regression with label skew (plateaus)\n\n" + table_e + "\n")
+    print(f"figures: {', '.join(str(out / f'showcase_{k}.png') for k in 'abcde')}")
     print(table)
+    print(table_e)
 
 
 if __name__ == "__main__":

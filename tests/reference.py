@@ -192,6 +192,16 @@ def _grad_norm2(inst, X, Y):
     return np.sum(inst.grad(np.tile(X.mean(axis=0), (X.shape[0], 1))).mean(axis=0) ** 2)
 
 
+def _accuracy(inst, X, Y):
+    """Share of the training rows (a, y) with y a^T xbar > 0, row by row; NaN unless the
+    problem classifies."""
+    if not getattr(inst, "classification", False):
+        return np.nan
+    A = inst.A.toarray() if hasattr(inst.A, "toarray") else inst.A
+    xbar = X.mean(axis=0)
+    return sum(1 for a, y in zip(A, inst.y) if y * float(a @ xbar) > 0) / len(inst.y)
+
+
 #: each declared metric's twin (docs/definitions.md), (inst, X, Y) -> value; Y is None
 #: without a tracking variable, and a metric that needs Y is then NaN
 METRIC_TWINS = {
@@ -200,6 +210,7 @@ METRIC_TWINS = {
     "consensus": lambda inst, X, Y: np.mean(np.sum((X - X.mean(axis=0)) ** 2, axis=1)),
     "grad_norm2": _grad_norm2,
     "tracking": lambda inst, X, Y: np.mean(np.sum((Y - Y.mean(axis=0)) ** 2, axis=1)),
+    "accuracy": _accuracy,
 }
 
 

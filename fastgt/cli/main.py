@@ -207,10 +207,13 @@ def report_cmd(directory, out, metric, include_transient):
 
 @main.command()
 def warmup():
-    """Compile (or load from the cache) every kernel now, once per machine."""
+    """Compile (or load from the cache) every kernel now, once per machine (each problem
+    family: the quadratics, the problems with data)."""
+    from ..warmup import families
     from ..warmup import warmup as do_warmup
 
-    do_warmup(verbose=True)
+    for kernels in families():
+        do_warmup(verbose=True, kernels=kernels)
 
 
 

@@ -114,6 +114,9 @@ class ProblemKernels:
     family: str
     grad_row: object  # a jitted function, INLINE_FLAGS
     diagonal: bool = False
+    #: (problem, noise) pairs whose runs compile every kernel of the family (fastgt.warmup;
+    #: none: the family compiles on first use, unannounced)
+    warm: tuple = ()
     _copies: dict = field(default_factory=dict, repr=False)
 
     def compile(self, templates: tuple):

@@ -39,3 +39,30 @@ def mul(typingctx, a, b):
         return builder.fmul(args[0], args[1])
 
     return F64(F64, F64), codegen
+
+
+@intrinsic
+def prefetch_row(typingctx, arr, row):
+    """Hint the CPU to load row ``row`` of the 2-d C-contiguous ``arr`` into the caches
+    (llvm.prefetch of each of its 64-byte lines; no effect on any value)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 2 and isinstance(row, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty, ary_v = sig.args[0], args[0]
+        ary = context.make_array(aryty)(context, builder, ary_v)
+        zero = context.get_constant(types.intp, 0)
+        r = context.cast(builder, args[1], sig.args[1], types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [r, zero])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0i8")
+        base = builder.bitcast(ptr, i8p)
+        shape = cgutils.unpack_tuple(builder, ary.shape, 2)
+        nbytes = builder.mul(shape[1], context.get_constant(types.intp, 8))
+        with cgutils.for_range_slice(builder, zero, nbytes, context.get_constant(types.intp, 64)) as (off, _):
+            builder.call(fn, [builder.gep(base, [off]), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, row), codegen

@@ -1,31 +1,34 @@
 """Problems: ``problem(name, **params)`` -> a spec, built on (n, d) by the runner.
 
-Registry: every module of this package but ``base`` and ``noise`` (and names starting with
-``_``) defines ``PROBLEMS``, name -> builder ``f(n, d, **params) -> Problem``: a new module
-is registered by being here (docs/extending.md)."""
+Registry: every module of this package that defines ``PROBLEMS`` (name -> builder
+``f(n, d, **params) -> Problem``) is registered by being here (docs/extending.md); the
+others (``base``, ``noise``, ``samples``: the finite-sum family, ``optimum``) serve them."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import pkgutil
 from dataclasses import dataclass, field
 
 from ..errors import bad, check_choice
 from .base import Problem
-from .noise import NOISES, Noise, make_noise, noise_matrix
+from .noise import NOISES, SAMPLED, Noise, make_noise, noise_matrix
 from .quadratic import DiagonalQuadratic
 
 #: the paper's problems first (quadratic, the default), then the others by name
-_ORDER = ("quadratic", "consensus", "hetero_quadratic")
+_ORDER = ("quadratic", "consensus", "hetero_quadratic", "least_squares", "logistic",
+          "nonconvex")
 
 
 def _discover() -> dict:
     found = {}
     for m in pkgutil.iter_modules(__path__):
-        if m.name in ("base", "noise") or m.name.startswith("_"):
+        if m.name.startswith("_"):
             continue
-        for name, build in importlib.import_module(f"{__name__}.{m.name}").PROBLEMS.items():
+        module = importlib.import_module(f"{__name__}.{m.name}")
+        for name, build in getattr(module, "PROBLEMS", {}).items():
             if name in found:
                 raise ImportError(f"two problem modules define {name!r}")
             found[name] = build
@@ -38,6 +41,7 @@ PROBLEMS = _discover()
 __all__ = [
     "NOISES",
     "PROBLEMS",
+    "SAMPLED",
     "DiagonalQuadratic",
     "Noise",
     "Problem",
@@ -68,7 +72,23 @@ class ProblemSpec:
     params: dict = field(default_factory=dict)
 
     def build(self, n: int, d: int) -> Problem:
-        return PROBLEMS[self.name](n, d, **self.params)
+        """The instance; the last few built are kept (a problem with data reads, splits
+        and solves once per process, however many runs use it)."""
+        builder = PROBLEMS[self.name]
+        try:
+            key = (builder, json.dumps([self.params, n, d], sort_keys=True))
+        except TypeError:  # array parameters: built each time (cheap: drawn quadratics)
+            return builder(n, d, **self.params)
+        if key not in _BUILT:
+            if len(_BUILT) >= _KEEP:
+                _BUILT.pop(next(iter(_BUILT)))
+            _BUILT[key] = builder(n, d, **self.params)
+        return _BUILT[key]
+
+
+#: instances built, by (builder, parameters, n, d), oldest first
+_BUILT: dict = {}
+_KEEP = 4
 
 
 def problem(name: str | ProblemSpec = "quadratic", **params) -> ProblemSpec:

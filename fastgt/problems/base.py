@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..errors import FastGTError
+
 
 class Problem:
     """f = (1/n) sum_i f_i on n nodes in dimension d. A subclass sets ``name``, ``n``,
@@ -46,6 +48,27 @@ class Problem:
 
     def kernel_data(self, pad: Callable):
         raise NotImplementedError
+
+    def sampled(self, batch: int | None = None) -> Problem:
+        """This instance with its gradients drawn from ``batch`` (default: its batch_size)
+        of each node's rows (noise="minibatch"); only problems with data
+        (problems/samples.py) have rows."""
+        raise FastGTError(f"noise='minibatch' draws rows of a problem's data and problem "
+                          f"{self.name!r} has none: allowed with least_squares, logistic, "
+                          "nonconvex; or noise none, gaussian, structured")
+
+    def columns(self) -> dict:
+        """fastgt.metrics.PROBLEM_COLUMNS of the instance, for a cell's row (problems with
+        data)."""
+        return {}
+
+    def info(self) -> dict:
+        """Metadata of the instance for a cell (problems with data: the split's classes)."""
+        return {}
+
+    def accuracy(self, x: np.ndarray) -> float:
+        """Training accuracy of x (classification problems; NaN for the others)."""
+        return float("nan")
 
     def loss(self, x: np.ndarray) -> np.ndarray:
         """f(x) - f* for x of shape (d,) or rows of (m, d)."""

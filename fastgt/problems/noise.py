@@ -11,7 +11,13 @@ from ..errors import FastGTError, check_choice, check_float
 from ..kernels.oracles import GAUSSIAN, NONE, STRUCTURED, stochastic_grads
 from .quadratic import KERNELS, QuadData
 
-NOISES = {"none": NONE, "gaussian": GAUSSIAN, "structured": STRUCTURED}
+#: noise name -> the additive noise kind of the kernels. ``full`` is ``none`` (the exact
+#: local gradients); ``minibatch`` draws the gradient from batch_size of the node's rows
+#: (problems with data: problems/samples.py), ``minibatch+gaussian`` adds Setup A's noise
+NOISES = {"none": NONE, "gaussian": GAUSSIAN, "structured": STRUCTURED, "full": NONE,
+          "minibatch": NONE, "minibatch+gaussian": GAUSSIAN}
+#: the noises that sample the problem's rows
+SAMPLED = ("minibatch", "minibatch+gaussian")
 
 
 @dataclass(eq=False)

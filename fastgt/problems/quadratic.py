@@ -54,7 +54,8 @@ def grad_row(co, node, X, r, G, q):
             G[q, k] = grad_hom(N, rn, k, v, u, co.dv, X[r, k], data.a0)
 
 
-KERNELS = ProblemKernels("quadratic", grad_row, diagonal=True)
+KERNELS = ProblemKernels("quadratic", grad_row, diagonal=True,
+                         warm=(("quadratic", "gaussian"), ("hetero_quadratic", "structured")))
 
 
 @dataclass(eq=False)

@@ -11,7 +11,7 @@ import time
 import traceback
 
 from ..flat import cell_problem, cell_topology, table_topology
-from ..metrics import METRICS
+from ..metrics import METRICS, PROBLEM_COLUMNS
 from ..params import PER_CELL
 from ..procs import process_start
 from ..theory import THEORY_COLUMNS
@@ -119,6 +119,7 @@ class _Prepared:
         self.row["error"] = res.summary["diverged_reason"]  # why a diverged cell stopped
         self.row.update({m: res.summary[m] for m in METRICS})
         self.row.update({f"final_{m}": res.summary[f"final_{m}"] for m in METRICS})
+        self.row.update({k: res.summary.get(k, math.nan) for k in PROBLEM_COLUMNS})
         self.row["wall_time"] = self.prep_time + res.summary["wall_time"]
         self.trace = res.trace
         self.meta["run_config"] = res.config
@@ -181,12 +182,17 @@ def ping() -> int:
     return os.getpid()
 
 
-def warm_cache(algorithms) -> None:
-    """Compile the kernels of ``algorithms`` once per machine, before workers start (so that
-    they all load them and none compiles)."""
-    from ..warmup import ensure_warm
+def warm_cache(units) -> None:
+    """Compile the kernels of the (algorithm, problem) pairs ``units`` once per machine,
+    before workers start (so that they all load them and none compiles)."""
+    from ..warmup import ensure_warm, kernels_of
 
-    ensure_warm(algorithms)
+    by_family: dict = {}
+    for algo, prob in units:
+        kernels = kernels_of(prob)
+        by_family.setdefault(kernels.family, (kernels, []))[1].append(algo)
+    for kernels, algos in by_family.values():
+        ensure_warm(algos, kernels)
 
 
 def failed_row(message: str) -> dict:

@@ -165,8 +165,8 @@ class LocalBackend:
 class DaskBackend:
     """Cells as tasks of a Dask cluster (an existing one, or a LocalCluster on 127.0.0.1)."""
 
-    def __init__(self, scheduler: str, workers: int, threads: int, algorithms=("gt",)):
-        self.algorithms = list(algorithms)
+    def __init__(self, scheduler: str, workers: int, threads: int, units=(("gt", "quadratic"),)):
+        self.units = list(units)
         try:
             import dask
             from dask import distributed
@@ -208,7 +208,7 @@ class DaskBackend:
         hosts: dict = {}
         for addr in nthreads:
             hosts.setdefault(addr.rsplit(":", 1)[0], addr)
-        self.client.run(warm_cache, self.algorithms, workers=list(hosts.values()))
+        self.client.run(warm_cache, self.units, workers=list(hosts.values()))
 
     def submit(self, plist: list[dict], threads: int):
         fut = self.client.submit(run_cells, plist, threads, pure=False)
@@ -241,14 +241,15 @@ def check_executor(executor: str, scheduler: str | None) -> None:
 
 
 def make_backend(executor: str, workers: int, threads: int, scheduler: str | None,
-                 algorithms=("gt",)):
+                 units=(("gt", "quadratic"),)):
     """The one dispatch point: "local" -> LocalBackend, "dask" -> DaskBackend; the kernels
-    of ``algorithms`` (the sweep's) are compiled first, once per machine."""
+    of ``units``, the sweep's (algorithm, problem) pairs, are compiled first, once per
+    machine."""
     check_executor(executor, scheduler)
     if executor == "local":
-        warm_cache(algorithms)  # before any worker starts: they all load, none compiles
+        warm_cache(units)  # before any worker starts: they all load, none compiles
         return LocalBackend(workers, threads)
-    return DaskBackend(scheduler or "local", workers, threads, algorithms)
+    return DaskBackend(scheduler or "local", workers, threads, units)
 
 
 # --------------------------------------------------------------------------- the sweep
@@ -290,8 +291,8 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
              "threads_per_worker": threads, "scheduler": scheduler, "driver_pid": os.getpid()}
     backend = None
     try:
-        algorithms = sorted({c.params["algorithm"] for c in todo})
-        backend = make_backend(executor, workers, threads, scheduler, algorithms)
+        units = sorted({(c.params["algorithm"], c.params["problem"]) for c in todo})
+        backend = make_backend(executor, workers, threads, scheduler, units)
         planner = Planner(todo, backend.slots, max_batch, threads, task_seconds)
         _dispatch(backend, planner, replace, store, report, sweep, threads, progress)
     except BaseException:

@@ -33,7 +33,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from ..errors import FastGTError
-from ..metrics import METRICS
+from ..metrics import METRICS, PROBLEM_COLUMNS
 from ..params import PARAMS
 from ..procs import process_start
 from ..theory import THEORY_COLUMNS
@@ -46,6 +46,7 @@ _F64 = pa.float64()
 CELL_SCHEMA = pa.schema(
     [pa.field("id", pa.string()), pa.field("status", pa.string()), *_PARAM_FIELDS]
     + [pa.field(k, _F64) for k in ("lambda2", "lambda_n", "p", "c", "p_eff")]
+    + [pa.field(k, _F64) for k in PROBLEM_COLUMNS]
     + [pa.field(m, _F64) for m in METRICS]
     + [pa.field(f"final_{m}", _F64) for m in METRICS]
     + [pa.field(k, _F64) for k in THEORY_COLUMNS]

@@ -35,7 +35,7 @@ GOOD = {"algorithm": "gt", "topology": W8, "d": 3, "steps": 4, "record_every": 2
     ("sigma2", {"sigma2": -1.0}),
     ("algorithm", {"algorithm": "adam"}),
     ("noise", {"noise": "laplace"}),
-    ("problem", {"problem": "logistic"}),
+    ("problem", {"problem": "lasso"}),
     ("x0", {"x0": np.zeros((8, 4))}),
     ("x0", {"x0": np.full((8, 3), np.nan)}),
     ("threads", {"threads": 0}),

@@ -1,0 +1,107 @@
+"""Data files: LIBSVM/svmlight text (scikit-learn's parser, the optional extra
+``fastgt[data]``), ``.npz`` (``X`` dense and ``y``, or a scipy sparse matrix as
+``scipy.sparse.save_npz`` writes it with ``y`` added) and Parquet (numeric feature columns
+and a label column named ``y`` or ``label``). Sparse features stay sparse (CSR)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import scipy.sparse as sps
+
+from ..errors import FastGTError
+
+#: suffixes read as npz / Parquet; any other file is read as LIBSVM text
+NPZ, PARQUET = (".npz",), (".parquet", ".pq")
+LABEL_COLUMNS = ("y", "label")
+_SPARSE_KEYS = ("data", "indices", "indptr", "shape", "format")
+
+
+def read_file(path: str) -> tuple[np.ndarray | sps.csr_matrix, np.ndarray]:
+    """(features, labels) of a data file: features a float64 array (rows, d) or CSR matrix,
+    labels float64 (rows,). One-line FastGTError for a missing or unreadable file."""
+    if not os.path.isfile(path):
+        raise FastGTError(f"data={path!r} is not a file: allowed 'synthetic' or the path of a "
+                          "LIBSVM, .npz or .parquet file")
+    suffix = os.path.splitext(path)[1].lower()
+    try:
+        if suffix in NPZ:
+            X, y = _npz(path)
+        elif suffix in PARQUET:
+            X, y = _parquet(path)
+        else:
+            X, y = _libsvm(path)
+    except FastGTError:
+        raise
+    except Exception as err:  # noqa: BLE001 (any parser's failure: one line naming the file)
+        kind = "npz" if suffix in NPZ else "Parquet" if suffix in PARQUET else "LIBSVM"
+        msg = " ".join(str(err).split())[:200]
+        raise FastGTError(f"data={path!r} is not a readable {kind} file ({msg})") from None
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if X.shape[0] != y.shape[0] or X.shape[0] == 0:
+        raise FastGTError(f"data={path!r} has {X.shape[0]} feature rows and {y.shape[0]} labels:"
+                          " allowed as many labels as rows, at least one")
+    values = X.data if sps.issparse(X) else X
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(y))):
+        raise FastGTError(f"data={path!r} holds NaN or infinite values: allowed finite numbers")
+    return X, y
+
+
+def _npz(path):
+    with np.load(path, allow_pickle=False) as z:
+        keys = set(z.files)
+        if "y" not in keys:
+            raise FastGTError(f"data={path!r} has arrays {sorted(keys)}: allowed X and y, or a "
+                              "scipy sparse matrix (save_npz) with y")
+        if set(_SPARSE_KEYS) <= keys:
+            fmt = z["format"].item()
+            fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
+            if fmt not in ("csr", "csc", "coo"):
+                raise FastGTError(f"data={path!r} stores a {fmt} matrix: allowed csr, csc, coo")
+            if fmt == "coo":
+                X = sps.coo_matrix((z["data"], (z["row"], z["col"])), shape=tuple(z["shape"]))
+            else:
+                cls = sps.csr_matrix if fmt == "csr" else sps.csc_matrix
+                X = cls((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+            return _csr(X), z["y"]
+        if "X" not in keys:
+            raise FastGTError(f"data={path!r} has arrays {sorted(keys)}: allowed X and y, or a "
+                              "scipy sparse matrix (save_npz) with y")
+        X = np.asarray(z["X"], dtype=np.float64)
+        if X.ndim != 2:
+            raise FastGTError(f"data={path!r}: X has shape {X.shape}, allowed (rows, features)")
+        return np.ascontiguousarray(X), z["y"]
+
+
+def _parquet(path):
+    import pandas as pd
+
+    df = pd.read_parquet(path)
+    label = next((c for c in LABEL_COLUMNS if c in df.columns), None)
+    if label is None:
+        raise FastGTError(f"data={path!r} has no label column: allowed a column named "
+                          f"{' or '.join(LABEL_COLUMNS)}")
+    feats = df.drop(columns=[label])
+    bad_cols = [c for c in feats.columns if not pd.api.types.is_numeric_dtype(feats[c])]
+    if bad_cols or feats.shape[1] == 0:
+        raise FastGTError(f"data={path!r}: feature columns must be numeric and at least one "
+                          f"(not numeric: {', '.join(map(str, bad_cols[:5])) or 'none'})")
+    return np.ascontiguousarray(feats.to_numpy(dtype=np.float64)), df[label].to_numpy()
+
+
+def _libsvm(path):
+    try:
+        from sklearn.datasets import load_svmlight_file
+    except ImportError:
+        raise FastGTError(f"data={path!r} is read as a LIBSVM file, which needs scikit-learn: "
+                          "pip install 'fastgt[data]' (or give an .npz or .parquet file)") from None
+    X, y = load_svmlight_file(path, dtype=np.float64)
+    return _csr(X), y
+
+
+def _csr(X) -> sps.csr_matrix:
+    X = sps.csr_matrix(X, dtype=np.float64)
+    X.sum_duplicates()
+    X.sort_indices()
+    return X

@@ -1,0 +1,352 @@
+"""Finite sums over node-local samples: the family of ``least_squares``, ``logistic`` and
+``nonconvex`` (one module each, which declare their loss and regularizer by name).
+
+    f_i(x) = (1/m_i) sum_{j in node i} loss(a_j^T x, y_j) + R(x),   f = (1/n) sum_i f_i
+
+with ``loss`` squared (1/2 (z - y)^2) or logistic (log(1 + exp(-y z)), labels +-1) and R
+l2 (reg/2 ||x||^2) or the non-convex reg sum_k x_k^2 / (1 + x_k^2). Node i's rows are a
+contiguous range of the data set (dense rows, or CSR when the data are sparse), placed by a
+split (fastgt.data.splits). Its stochastic gradient (the kernels' ``grad_row``) is the
+gradient on ``batch`` of its rows drawn with replacement from the node's counter-based
+stream (``noise="minibatch"``), or on all of them (batch 0: ``full``, ``none``, and the
+additive ``gaussian``/``structured`` noise on top of the exact local gradient).
+
+One family, compiled once for all three problems: the loss and regularizer are integer
+codes read per row (a branch per sample, against a dot product of d).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from collections import namedtuple
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sps
+from numba import njit
+from scipy.special import expit
+
+from ..config import INLINE_FLAGS
+from ..data import read_file, split_rows, synthetic
+from ..errors import FastGTError, check_choice, check_float, check_int
+from ..kernels.oracles import ProblemKernels, noise_at
+from ..kernels.rng import uniform_index
+from ..kernels.rounding import fma, prefetch_row
+from .base import Problem
+
+LOSSES = {"squared": 0, "logistic": 1}
+REGULARIZERS = {"l2": 0, "nonconvex": 1}
+#: rows of a dense gradient prefetched ahead of the one being summed (measured: 1 -> 4
+#: halves the cost of out-of-cache rows, bench/bench_ml.py)
+AHEAD = 4
+#: up to this d, the optimum is polished by exact (Newton / least-squares) solves
+DIRECT_MAX = 2000
+#: rows of f's evaluation per chunk: chunk x rows doubles at most
+_CHUNK = 1 << 22
+
+#: what the kernels read (co.data): dense rows A (rows, dp) or CSR (indptr, indices,
+#: values), targets y, node i's rows offsets[i]:offsets[i + 1], batch (0: all rows), the
+#: regularizer's weight and the loss and regularizer codes
+SampleData = namedtuple("SampleData", "A indptr indices values y offsets batch reg loss rkind "
+                        "sparse", module=__name__)
+
+
+@njit(**INLINE_FLAGS)
+def loss_slope(code, z, y):
+    """d loss(z, y) / dz: squared z - y; logistic -y / (1 + exp(y z)), written so that no
+    exp overflows (large margins of either sign)."""
+    if code == 0:
+        return z - y
+    m = y * z
+    if m > 0.0:
+        e = math.exp(-m)
+        return -y * e / (1.0 + e)
+    return -y / (1.0 + math.exp(m))
+
+
+@njit(cache=True, error_model="numpy", fastmath=True)
+def dense_dot(A, s, X, r):
+    """a_s^T X[r] over the padded row, vectorized with reassociation: not inlined, so
+    that every caller runs this one compiled loop (the same bits wherever it runs)."""
+    z = 0.0
+    for k in range(X.shape[1]):
+        z += A[s, k] * X[r, k]
+    return z
+
+
+@njit(**INLINE_FLAGS)
+def sample_index(key, j, m, batch):
+    """The j-th row (within the node's m) of a gradient: drawn from the node's stream
+    (batch > 0), or row j (every row, batch 0)."""
+    return uniform_index(key, j, m) if batch > 0 else j
+
+
+@njit(**INLINE_FLAGS)
+def grad_row(co, node, X, r, G, q):
+    """The family's hook (kernels/oracles.py): G[q] = R'(X[r]) + (1/B) sum over node i's B
+    drawn rows s of loss'(a_s^T X[r], y_s) a_s, plus the additive noise."""
+    data, i, w = co.data, node.i, X.shape[1]
+    lo = data.offsets[i]
+    m = data.offsets[i + 1] - lo
+    drawn = data.batch if data.batch > 0 else m
+    if data.rkind == 0:
+        for k in range(w):
+            G[q, k] = data.reg * X[r, k]
+    else:
+        for k in range(w):
+            x = X[r, k]
+            h = 1.0 + x * x
+            G[q, k] = data.reg * 2.0 * x / (h * h)
+    if not data.sparse:  # random rows: their loads overlap, AHEAD samples in flight
+        for j in range(min(AHEAD, drawn)):
+            prefetch_row(data.A, lo + sample_index(node.key, j, m, data.batch))
+    for j in range(drawn):
+        s = lo + sample_index(node.key, j, m, data.batch)
+        if not data.sparse and j + AHEAD < drawn:
+            prefetch_row(data.A, lo + sample_index(node.key, j + AHEAD, m, data.batch))
+        if data.sparse:
+            z = 0.0
+            for p in range(data.indptr[s], data.indptr[s + 1]):
+                z = fma(data.values[p], X[r, data.indices[p]], z)
+            c = loss_slope(data.loss, z, data.y[s]) / drawn
+            for p in range(data.indptr[s], data.indptr[s + 1]):
+                G[q, data.indices[p]] = fma(c, data.values[p], G[q, data.indices[p]])
+        else:
+            c = loss_slope(data.loss, dense_dot(data.A, s, X, r), data.y[s]) / drawn
+            for k in range(w):
+                G[q, k] = fma(c, data.A[s, k], G[q, k])
+    for k in range(w):
+        G[q, k] += noise_at(co.N, node.rn, k, node.v, node.u, co.dv)
+
+
+KERNELS = ProblemKernels("samples", grad_row, warm=(("logistic", "minibatch+gaussian"),))
+
+
+def _loss(code: int, z: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if code == 0:
+        return 0.5 * (z - y) ** 2
+    return np.logaddexp(0.0, -y * z)
+
+
+def _slope(code: int, z: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return z - y if code == 0 else -y * expit(-y * z)
+
+
+def _curvature(code: int, z: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if code == 0:
+        return np.ones_like(z)
+    s = expit(y * z)
+    return s * (1.0 - s)
+
+
+@dataclass(eq=False)
+class SampleProblem(Problem):
+    """A finite-sum problem on n nodes (module docstring). ``A`` is (rows, d) dense or CSR,
+    rows ordered by node (``offsets``); ``batch`` the minibatch of the run's noise (0:
+    every row). ``classes``/``counts``: the split's class histogram per node; ``source``
+    names the data; ``key`` identifies the instance (its optimum's cache key)."""
+
+    name: str
+    n: int
+    d: int
+    A: object
+    y: np.ndarray
+    offsets: np.ndarray
+    loss_code: int
+    rkind: int
+    reg: float
+    classification: bool
+    classes: np.ndarray
+    counts: np.ndarray
+    key: str
+    batch_size: int = 1
+    batch: int = 0
+    optimum: dict = field(default_factory=dict, repr=False)  # shared by sampled() copies
+    kernels = KERNELS
+
+    @property
+    def sparse(self) -> bool:
+        return sps.issparse(self.A)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Each row's weight in f: 1 / (n m_i) for a row of node i."""
+        return np.repeat(1.0 / (self.n * self.sizes), self.sizes)
+
+    def sampled(self, batch: int | None = None) -> SampleProblem:
+        """This instance with the kernels drawing ``batch`` (default: batch_size) rows per
+        gradient (0: all)."""
+        return dataclasses.replace(self, batch=self.batch_size if batch is None else batch)
+
+    # ---------------------------------------------------------------- numpy side
+    def _margins(self, X: np.ndarray) -> np.ndarray:
+        """a_s^T x for x each row of X (m, d): (m, rows)."""
+        return np.asarray((self.A @ X.T).T)
+
+    def _reg_value(self, X: np.ndarray) -> np.ndarray:
+        if self.rkind == 0:
+            return 0.5 * self.reg * np.sum(X * X, axis=-1)
+        return self.reg * np.sum(X * X / (1.0 + X * X), axis=-1)
+
+    def _reg_grad(self, X: np.ndarray) -> np.ndarray:
+        if self.rkind == 0:
+            return self.reg * X
+        return self.reg * 2.0 * X / (1.0 + X * X) ** 2
+
+    def f(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        X = np.atleast_2d(x)
+        w, out = self.weights, np.empty(len(X))
+        step = max(1, _CHUNK // max(1, len(self.y)))
+        for lo in range(0, len(X), step):
+            Z = self._margins(X[lo:lo + step])
+            out[lo:lo + step] = _loss(self.loss_code, Z, self.y) @ w
+        out += self._reg_value(X)
+        return out[0] if x.ndim == 1 else out
+
+    def node_matrix(self, coef: np.ndarray) -> sps.csr_matrix:
+        """The (n, rows) matrix with coef[s] in row node(s), column s."""
+        return sps.csr_matrix((coef, np.arange(len(coef)), self.offsets),
+                              shape=(self.n, len(coef)))
+
+    def grad(self, X: np.ndarray) -> np.ndarray:
+        """Row i = grad f_i(X[i]) (exact, every row of node i)."""
+        X = np.asarray(X, dtype=np.float64)
+        node = np.repeat(np.arange(self.n), self.sizes)
+        if self.sparse:
+            z = np.asarray(self.A.multiply(X[node]).sum(axis=1)).ravel()
+        else:
+            z = np.einsum("sk,sk->s", self.A, X[node])
+        coef = _slope(self.loss_code, z, self.y) / self.sizes[node]
+        G = self.node_matrix(coef) @ self.A
+        return np.asarray(G.todense() if sps.issparse(G) else G) + self._reg_grad(X)
+
+    def full_grad(self, x: np.ndarray) -> np.ndarray:
+        z = self.A @ x
+        return np.asarray(self.A.T @ (self.weights * _slope(self.loss_code, z, self.y))).ravel() \
+            + self._reg_grad(x)
+
+    def hessian(self, x: np.ndarray) -> np.ndarray:
+        """The exact Hessian of f at x (d x d, dense): for the solver's polish."""
+        h = self.weights * _curvature(self.loss_code, self.A @ x, self.y)
+        H = self.A.T @ (self.A.multiply(h[:, None]) if self.sparse else self.A * h[:, None])
+        H = np.asarray(H.todense() if sps.issparse(H) else H)
+        if self.rkind == 0:
+            return H + self.reg * np.eye(self.d)
+        return H + np.diag(self.reg * 2.0 * (1.0 - 3.0 * x * x) / (1.0 + x * x) ** 3)
+
+    def accuracy(self, x: np.ndarray) -> float:
+        """Fraction of the training rows with y a^T x > 0 (classification; NaN otherwise)."""
+        if not self.classification:
+            return math.nan
+        return float(np.mean(self.y * (self.A @ x) > 0.0))
+
+    # ---------------------------------------------------------------- optimum
+    @property
+    def xstar(self) -> np.ndarray:
+        if "xstar" not in self.optimum:
+            from .optimum import solve
+
+            self.optimum["xstar"] = solve(self)
+        return self.optimum["xstar"]
+
+    @property
+    def fstar(self) -> float:
+        if "fstar" not in self.optimum:
+            self.optimum["fstar"] = float(self.f(self.xstar))
+        return self.optimum["fstar"]
+
+    @property
+    def zeta2(self) -> float:
+        """(1/n) sum_i ||grad f_i(x*)||^2: the heterogeneity of the paper's theory."""
+        if "zeta2" not in self.optimum:
+            G = self.grad(np.broadcast_to(self.xstar, (self.n, self.d)))
+            self.optimum["zeta2"] = float(np.mean(np.sum(G * G, axis=1)))
+        return self.optimum["zeta2"]
+
+    def columns(self) -> dict:
+        """The instance's values in a cell's row: f*, zeta2."""
+        return {"fstar": self.fstar, "zeta2": self.zeta2}
+
+    def info(self) -> dict:
+        """A cell's metadata: the data, its split's class histogram per node."""
+        return {"data_rows": len(self.y), "features": self.d, "sparse": self.sparse,
+                "classes": self.classes.tolist(), "class_counts": self.counts.tolist()}
+
+    def kernel_data(self, pad) -> SampleData:
+        dummy_f, dummy_i = np.zeros(1), np.zeros(1, dtype=np.int64)
+        if self.sparse:
+            A = np.zeros((1, 1))
+            indptr = self.A.indptr.astype(np.int64)
+            indices, values = self.A.indices.astype(np.int64), self.A.data
+        else:
+            A, indptr, indices, values = pad(self.A), dummy_i, dummy_i, dummy_f
+        return SampleData(A, indptr, indices, values, self.y, self.offsets, int(self.batch),
+                          float(self.reg), self.loss_code, self.rkind, self.sparse)
+
+
+def build(name: str, n: int, d: int, loss: str, rkind: str, data: str, samples: int,
+          split: str, split_alpha: float, batch_size: int, reg: float, label_noise: float,
+          seed: int) -> SampleProblem:
+    """A SampleProblem from a problem module's parameters (checked here, one line each)."""
+    check_choice("loss", loss, tuple(LOSSES))
+    check_choice("regularizer", rkind, tuple(REGULARIZERS))
+    seed = check_int("seed", seed, 0)
+    samples = check_int("samples", samples, 1)
+    batch_size = check_int("batch_size", batch_size, 1)
+    reg = check_float("reg", reg, 0.0)
+    label_noise = check_float("label_noise", label_noise, 0.0)
+    if not isinstance(data, str) or not data:
+        raise FastGTError(f"data={data!r} is invalid: allowed 'synthetic' or the path of a "
+                          "LIBSVM, .npz or .parquet file")
+    classification = loss == "logistic"
+    rng = np.random.default_rng([seed, 0xDA7A])
+    if data == "synthetic":
+        if classification and label_noise > 0.5:
+            raise FastGTError(f"label_noise={label_noise:g} is invalid: allowed a number in "
+                              "[0, 0.5] (the probability of flipping a label)")
+        A, y = synthetic(n * samples, d, classification, label_noise, rng)
+        ident = {"data": data, "samples": samples, "label_noise": label_noise}
+    else:
+        A, y = read_file(data)
+        d = A.shape[1]
+        ident = {"data": data, "stat": _file_stamp(data)}
+        if classification:
+            y = _pm_one(y, data)
+    sp = split_rows(y, n, split, split_alpha, classification, rng)
+    A = A[sp.order]
+    if sps.issparse(A):
+        A = sps.csr_matrix(A)
+        A.sort_indices()
+    else:
+        A = np.ascontiguousarray(A)
+    key = hashlib.sha256(json.dumps(
+        {"problem": name, "n": n, "d": d, "split": split, "split_alpha": split_alpha,
+         "reg": reg, "seed": seed, **ident}, sort_keys=True).encode()).hexdigest()[:20]
+    return SampleProblem(name, n, d, A, np.ascontiguousarray(y[sp.order]), sp.offsets,
+                         LOSSES[loss], REGULARIZERS[rkind], reg, classification, sp.classes,
+                         sp.counts, key, batch_size)
+
+
+def _pm_one(y: np.ndarray, source: str) -> np.ndarray:
+    """Two-class labels as -1.0, +1.0 (the smaller value -1), or a one-line error."""
+    vals = np.unique(y)
+    if len(vals) != 2:
+        shown = ", ".join(f"{v:g}" for v in vals[:5]) + (", ..." if len(vals) > 5 else "")
+        raise FastGTError(f"data={source!r} has {len(vals)} distinct labels ({shown}): the "
+                          "classification problems allow exactly two classes")
+    return np.where(y == vals[1], 1.0, -1.0)
+
+
+def _file_stamp(path: str) -> list:
+    import os
+
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns]

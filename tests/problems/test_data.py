@@ -1,0 +1,144 @@
+"""Data files (LIBSVM, .npz dense and sparse, Parquet) written here and read back
+identically; splits across nodes; every bad input as a one-line error naming it."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sps
+
+import fastgt
+from fastgt.data import read_file, split_rows
+from fastgt.errors import FastGTError
+
+
+def _data(rows=40, d=6, seed=0):
+    g = np.random.default_rng(seed)
+    X = sps.random(rows, d, density=0.5, random_state=seed, format="csr")
+    X.data = np.round(X.data * 64 + 1) / 64  # exact in any text format, never zero
+    y = np.where(g.random(rows) < 0.5, 1.0, -1.0)
+    return X, y
+
+
+def test_libsvm_npz_and_parquet_read_back_identically(tmp_path):
+    from sklearn.datasets import dump_svmlight_file
+
+    X, y = _data()
+    dump_svmlight_file(X, y, str(tmp_path / "a.svm"))
+    sps.save_npz(tmp_path / "s.npz", X)
+    with np.load(tmp_path / "s.npz") as z:
+        np.savez(tmp_path / "s.npz", **z, y=y)
+    np.savez(tmp_path / "d.npz", X=X.toarray(), y=y)
+    pd.DataFrame({**{f"f{k}": X.toarray()[:, k] for k in range(6)}, "label": y}).to_parquet(
+        tmp_path / "p.parquet")
+    for name, sparse in (("a.svm", True), ("s.npz", True), ("d.npz", False), ("p.parquet", False)):
+        A, labels = read_file(str(tmp_path / name))
+        assert sps.issparse(A) == sparse, name
+        np.testing.assert_array_equal(A.toarray() if sparse else A, X.toarray(), err_msg=name)
+        np.testing.assert_array_equal(labels, y)
+    a = fastgt.problem("logistic", data=str(tmp_path / "a.svm")).build(4, 100)
+    b = fastgt.problem("logistic", data=str(tmp_path / "d.npz")).build(4, 100)
+    assert a.d == b.d == 6 and a.sparse and not b.sparse  # the file fixes d
+    assert a.fstar == pytest.approx(b.fstar, rel=1e-12)
+    res = fastgt.run(topology="ring", n=4, problem=fastgt.problem("logistic",
+                     data=str(tmp_path / "a.svm")), noise="none", steps=3, record_every=3)
+    assert res.config["d"] == 6 and res.state["X"].shape == (4, 6)
+
+
+def test_labels_become_plus_minus_one(tmp_path):
+    X, y = _data()
+    np.savez(tmp_path / "d.npz", X=X.toarray(), y=np.where(y > 0, 7.0, 3.0))
+    inst = fastgt.problem("logistic", data=str(tmp_path / "d.npz")).build(4, 1)
+    assert set(np.unique(inst.y)) == {-1.0, 1.0}
+
+
+@pytest.mark.parametrize("how", ["iid", "dirichlet", "sorted"])
+def test_splits_give_every_node_rows_and_a_histogram(how):
+    g = np.random.default_rng(3)
+    y = g.integers(0, 4, size=200).astype(float)
+    sp = split_rows(y, 30, how, 0.05, True, np.random.default_rng(1))
+    sizes = np.diff(sp.offsets)
+    assert sizes.min() >= 1 and sizes.sum() == 200
+    assert sorted(sp.order) == list(range(200))
+    np.testing.assert_array_equal(sp.counts.sum(axis=1), sizes)
+    for i in range(30):  # the histogram counts the node's own rows
+        rows = y[sp.order[sp.offsets[i]:sp.offsets[i + 1]]]
+        np.testing.assert_array_equal(sp.counts[i], [np.sum(rows == c) for c in sp.classes])
+    if how == "iid":
+        assert sizes.max() - sizes.min() <= 1
+    if how == "sorted":  # most nodes see one class
+        assert np.mean((sp.counts > 0).sum(axis=1) == 1) > 0.8
+
+
+def test_dirichlet_skew_grows_as_alpha_shrinks():
+    y = np.repeat([-1.0, 1.0], 500)
+
+    def skew(alpha):
+        sp = split_rows(y, 20, "dirichlet", alpha, True, np.random.default_rng(0))
+        share = sp.counts[:, 1] / sp.counts.sum(axis=1)
+        return np.mean(np.abs(share - 0.5))
+
+    assert skew(0.05) > skew(1.0) > skew(100.0)
+    assert skew(100.0) < 0.1 and skew(0.05) > 0.3
+
+
+def test_heterogeneity_zeta2_grows_with_skew():
+    z = [fastgt.problem("logistic", split="dirichlet", split_alpha=a, samples=50).build(16, 5).zeta2
+         for a in (0.1, 10.0)]
+    assert z[0] > 3 * z[1]
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"data": "/no/such/file.svm"}, "data="),
+    ({"split": "random"}, "split="),
+    ({"split_alpha": 0.0}, "split_alpha="),
+    ({"batch_size": 0}, "batch_size="),
+    ({"samples": 0}, "samples="),
+    ({"reg": -1.0}, "reg="),
+    ({"label_noise": 0.7}, "label_noise="),
+])
+def test_bad_problem_parameters_name_themselves(kw, words):
+    with pytest.raises(FastGTError, match=words):
+        fastgt.problem("logistic", **kw).build(4, 3)
+
+
+def test_bad_files_and_shapes(tmp_path):
+    (tmp_path / "bad.svm").write_text("this is not libsvm\n")
+    with pytest.raises(FastGTError, match="not a readable LIBSVM"):
+        read_file(str(tmp_path / "bad.svm"))
+    np.savez(tmp_path / "three.npz", X=np.eye(6), y=np.arange(6.0) % 3)
+    with pytest.raises(FastGTError, match="exactly two classes"):
+        fastgt.problem("logistic", data=str(tmp_path / "three.npz")).build(2, 1)
+    fastgt.problem("least_squares", data=str(tmp_path / "three.npz")).build(2, 1)  # any targets
+    with pytest.raises(FastGTError, match="n <= rows"):
+        fastgt.problem("least_squares", data=str(tmp_path / "three.npz")).build(8, 1)
+    np.savez(tmp_path / "noy.npz", X=np.eye(3))
+    with pytest.raises(FastGTError, match="allowed X and y"):
+        read_file(str(tmp_path / "noy.npz"))
+    pd.DataFrame({"a": [1.0, 2.0]}).to_parquet(tmp_path / "nolabel.parquet")
+    with pytest.raises(FastGTError, match="label column"):
+        read_file(str(tmp_path / "nolabel.parquet"))
+    np.savez(tmp_path / "nan.npz", X=np.full((3, 2), np.nan), y=np.ones(3))
+    with pytest.raises(FastGTError, match="NaN"):
+        read_file(str(tmp_path / "nan.npz"))
+
+
+def test_minibatch_needs_a_problem_with_data():
+    with pytest.raises(FastGTError, match="noise='minibatch'"):
+        fastgt.run(topology="ring", n=4, d=2, noise="minibatch", steps=2)
+
+
+def test_the_cli_takes_the_problem_and_refuses_bad_data(tmp_path):
+    from click.testing import CliRunner
+
+    from fastgt.cli import main
+
+    ok = CliRunner().invoke(main, ["run", "--topology", "ring", "--n", "8", "--problem",
+                                   "logistic", "--split", "dirichlet", "--split-alpha", "0.5",
+                                   "--noise", "minibatch", "--batch-size", "4", "--d", "5",
+                                   "--steps", "50", "--stepsize", "0.5"])
+    assert ok.exit_code == 0, ok.output
+    assert "accuracy" in ok.output
+    bad = CliRunner().invoke(main, ["run", "--topology", "ring", "--n", "8", "--problem",
+                                    "logistic", "--data", str(tmp_path / "missing.svm")])
+    assert bad.exit_code == 2 and "data=" in bad.output and "Traceback" not in bad.output
+    assert len(bad.output.strip().splitlines()) == 1

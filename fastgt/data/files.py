@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import scipy.sparse as sps
 
 from ..errors import FastGTError
 
@@ -18,7 +17,7 @@ LABEL_COLUMNS = ("y", "label")
 _SPARSE_KEYS = ("data", "indices", "indptr", "shape", "format")
 
 
-def read_file(path: str) -> tuple[np.ndarray | sps.csr_matrix, np.ndarray]:
+def read_file(path: str) -> tuple:
     """(features, labels) of a data file: features a float64 array (rows, d) or CSR matrix,
     labels float64 (rows,). One-line FastGTError for a missing or unreadable file."""
     if not os.path.isfile(path):
@@ -38,6 +37,8 @@ def read_file(path: str) -> tuple[np.ndarray | sps.csr_matrix, np.ndarray]:
         kind = "npz" if suffix in NPZ else "Parquet" if suffix in PARQUET else "LIBSVM"
         msg = " ".join(str(err).split())[:200]
         raise FastGTError(f"data={path!r} is not a readable {kind} file ({msg})") from None
+    import scipy.sparse as sps
+
     y = np.asarray(y, dtype=np.float64).ravel()
     if X.shape[0] != y.shape[0] or X.shape[0] == 0:
         raise FastGTError(f"data={path!r} has {X.shape[0]} feature rows and {y.shape[0]} labels:"
@@ -49,6 +50,8 @@ def read_file(path: str) -> tuple[np.ndarray | sps.csr_matrix, np.ndarray]:
 
 
 def _npz(path):
+    import scipy.sparse as sps
+
     with np.load(path, allow_pickle=False) as z:
         keys = set(z.files)
         if "y" not in keys:
@@ -100,7 +103,9 @@ def _libsvm(path):
     return _csr(X), y
 
 
-def _csr(X) -> sps.csr_matrix:
+def _csr(X):
+    import scipy.sparse as sps
+
     X = sps.csr_matrix(X, dtype=np.float64)
     X.sum_duplicates()
     X.sort_indices()

@@ -1,8 +1,9 @@
 """Problems: ``problem(name, **params)`` -> a spec, built on (n, d) by the runner.
 
-Registry: every module of this package that defines ``PROBLEMS`` (name -> builder
-``f(n, d, **params) -> Problem``) is registered by being here (docs/extending.md); the
-others (``base``, ``noise``, ``samples``: the finite-sum family, ``optimum``) serve them."""
+Registry: every module of this package but those serving them (``_SERVING``: base, noise,
+the finite-sum family ``samples`` and its solver ``optimum``; and names starting with ``_``)
+defines ``PROBLEMS``, name -> builder ``f(n, d, **params) -> Problem``: a new module is
+registered by being here (docs/extending.md)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .base import Problem
 from .noise import NOISES, SAMPLED, Noise, make_noise, noise_matrix
 from .quadratic import DiagonalQuadratic
 
+_SERVING = ("base", "noise", "samples", "optimum")
 #: the paper's problems first (quadratic, the default), then the others by name
 _ORDER = ("quadratic", "consensus", "hetero_quadratic", "least_squares", "logistic",
           "nonconvex")
@@ -25,10 +27,9 @@ _ORDER = ("quadratic", "consensus", "hetero_quadratic", "least_squares", "logist
 def _discover() -> dict:
     found = {}
     for m in pkgutil.iter_modules(__path__):
-        if m.name.startswith("_"):
+        if m.name in _SERVING or m.name.startswith("_"):
             continue
-        module = importlib.import_module(f"{__name__}.{m.name}")
-        for name, build in getattr(module, "PROBLEMS", {}).items():
+        for name, build in importlib.import_module(f"{__name__}.{m.name}").PROBLEMS.items():
             if name in found:
                 raise ImportError(f"two problem modules define {name!r}")
             found[name] = build

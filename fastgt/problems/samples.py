@@ -25,7 +25,6 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sps
 from numba import njit
 from scipy.special import expit
 
@@ -169,7 +168,7 @@ class SampleProblem(Problem):
 
     @property
     def sparse(self) -> bool:
-        return sps.issparse(self.A)
+        return hasattr(self.A, "tocsr")  # a scipy sparse matrix (CSR)
 
     @property
     def sizes(self) -> np.ndarray:
@@ -211,8 +210,10 @@ class SampleProblem(Problem):
         out += self._reg_value(X)
         return out[0] if x.ndim == 1 else out
 
-    def node_matrix(self, coef: np.ndarray) -> sps.csr_matrix:
-        """The (n, rows) matrix with coef[s] in row node(s), column s."""
+    def node_matrix(self, coef: np.ndarray):
+        """The (n, rows) CSR matrix with coef[s] in row node(s), column s."""
+        import scipy.sparse as sps
+
         return sps.csr_matrix((coef, np.arange(len(coef)), self.offsets),
                               shape=(self.n, len(coef)))
 
@@ -226,7 +227,7 @@ class SampleProblem(Problem):
             z = np.einsum("sk,sk->s", self.A, X[node])
         coef = _slope(self.loss_code, z, self.y) / self.sizes[node]
         G = self.node_matrix(coef) @ self.A
-        return np.asarray(G.todense() if sps.issparse(G) else G) + self._reg_grad(X)
+        return np.asarray(G.todense() if hasattr(G, "todense") else G) + self._reg_grad(X)
 
     def full_grad(self, x: np.ndarray) -> np.ndarray:
         z = self.A @ x
@@ -237,7 +238,7 @@ class SampleProblem(Problem):
         """The exact Hessian of f at x (d x d, dense): for the solver's polish."""
         h = self.weights * _curvature(self.loss_code, self.A @ x, self.y)
         H = self.A.T @ (self.A.multiply(h[:, None]) if self.sparse else self.A * h[:, None])
-        H = np.asarray(H.todense() if sps.issparse(H) else H)
+        H = np.asarray(H.todense() if hasattr(H, "todense") else H)
         if self.rkind == 0:
             return H + self.reg * np.eye(self.d)
         return H + np.diag(self.reg * 2.0 * (1.0 - 3.0 * x * x) / (1.0 + x * x) ** 3)
@@ -322,8 +323,8 @@ def build(name: str, n: int, d: int, loss: str, rkind: str, data: str, samples: 
             y = _pm_one(y, data)
     sp = split_rows(y, n, split, split_alpha, classification, rng)
     A = A[sp.order]
-    if sps.issparse(A):
-        A = sps.csr_matrix(A)
+    if hasattr(A, "tocsr"):
+        A = A.tocsr()
         A.sort_indices()
     else:
         A = np.ascontiguousarray(A)

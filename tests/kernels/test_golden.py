@@ -56,9 +56,15 @@ def run(key: str, threads: int = 1):
                       threads=threads, **RUN)
 
 
+#: the records' columns the golden set holds: step and the five metrics of its time
+#: (a metric declared since, as accuracy, is a column more and not part of it)
+GOLDEN_COLUMNS = 6
+
+
 def fingerprint(res) -> dict:
     """sha256 of the records and of each final array, and their sums and norms."""
-    arrays = {"records": res.records, **{k: np.ascontiguousarray(res.state[k])
+    records = np.ascontiguousarray(res.records[:, :GOLDEN_COLUMNS])
+    arrays = {"records": records, **{k: np.ascontiguousarray(res.state[k])
                                          for k in sorted(res.state)}}
     out = {}
     for name, a in arrays.items():

@@ -38,7 +38,11 @@ TASK_SECONDS = 4.0
 STEP_S = 2e-6
 ROW_S = 1e-7
 MIX_S = 1.5e-9
-NOISE_S = {"gaussian": 2.5e-9, "structured": 0.0, "none": 0.0}
+NOISE_S = {"gaussian": 2.5e-9, "structured": 0.0, "none": 0.0, "full": 0.0, "minibatch": 0.0,
+           "minibatch+gaussian": 2.5e-9}
+#: problems with data: per row of a gradient and dimension (a dot product and an axpy;
+#: 1-5 ns measured by bench/bench_ml.py, in cache and out)
+SAMPLE_S = 2e-9
 #: seconds per cell besides its loop: build, spectrum, theory, writing the files
 CELL_S = 0.01
 #: nodes assumed for a graph read from a file (from_edges, from_matrix) until the first
@@ -53,6 +57,10 @@ def estimate(params: dict, threads: int = 1, steps: int | None = None) -> float:
     from ..algorithms import ALGORITHMS  # numba: only where cells are planned
 
     elem = MIX_S * ALGORITHMS[params["algorithm"]].costs.mixes + NOISE_S[params["noise"]]
+    if "batch_size" in params:  # a problem with data: rows per gradient (samples: synthetic)
+        rows = (params["batch_size"] if params["noise"].startswith("minibatch")
+                else params.get("samples") or 100)
+        elem += SAMPLE_S * rows
     per_step = STEP_S + n * (ROW_S + params["d"] * elem)
     return CELL_S + (params["steps"] if steps is None else steps) * per_step / threads
 

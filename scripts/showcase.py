@@ -53,6 +53,12 @@ def sweep(name: str, out: Path, workers: int, quick: bool):
     return fastgt.load(out / name)
 
 
+def save(fig, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def figure_a(cells, traces, path: Path) -> str:
     cells = cells.merge(steps_to(traces, EPS), on="id")
     best = best_over(cells, "stepsize", value="steps_to", by=["algorithm", "zeta"])
@@ -73,9 +79,7 @@ def figure_a(cells, traces, path: Path) -> str:
     axes[1].legend(fontsize=8)
     fig.suptitle("hetero_quadratic, ring n=32 (self weight 1/2), Setup A, sigma2 = 0.01",
                  fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
     table = best.pivot(index="zeta", columns="algorithm", values="steps_to_mean")
     steps = best.pivot(index="zeta", columns="algorithm", values="stepsize")
     lines = [(f"Steps to loss_nodes < {EPS:g} at each algorithm's best stepsize (mean over "
@@ -101,9 +105,7 @@ def figure_curves(traces, path: Path, hue: str, x: str, title: str, logx=False) 
     ax.set_ylabel("loss_nodes")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def figure_d(traces, n: int, path: Path) -> None:
@@ -125,9 +127,7 @@ def figure_d(traces, n: int, path: Path) -> None:
         ax.set_yscale("log")
     axes[0].legend(fontsize=8)
     fig.suptitle(f"GT, hetero_quadratic, exact gradients, n = {n}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def figure_e(cells, traces, path: Path) -> str:
@@ -147,9 +147,7 @@ def figure_e(cells, traces, path: Path) -> str:
     axes[0].legend(fontsize=8)
     fig.suptitle("logistic regression, ring n = 32, Dirichlet label skew, minibatches of 8",
                  fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
     lines = ["| split_alpha | zeta2 | " + " | ".join(
         f"{a}: loss_nodes, accuracy" for a in sorted(cells["algorithm"].unique())) + " |",
         "|---|---|" + "---|" * cells["algorithm"].nunique()]

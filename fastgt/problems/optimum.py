@@ -16,11 +16,13 @@ from ..errors import FastGTError
 
 #: accepted ||grad f(x*)||, relative to max(1, ||grad f(0)||)
 GRAD_TOL = 1e-9
+#: up to this d, the optimum is polished by exact (Newton / least-squares) solves
+DIRECT_MAX = 2000
 
 
 def solve(prob) -> np.ndarray:
     x = _lbfgs(prob)
-    if prob.d <= _direct_max():
+    if prob.d <= DIRECT_MAX:
         x = _least_squares(prob) if prob.loss_code == 0 and prob.rkind == 0 else _newton(prob, x)
     g0 = max(1.0, float(np.linalg.norm(prob.full_grad(np.zeros(prob.d)))))
     gn = float(np.linalg.norm(prob.full_grad(x)))
@@ -29,12 +31,6 @@ def solve(prob) -> np.ndarray:
                           f"(||grad f|| = {gn:.3g} after L-BFGS-B): allowed data with a "
                           "minimizer, e.g. reg > 0 for separable classification data")
     return x
-
-
-def _direct_max() -> int:
-    from .samples import DIRECT_MAX
-
-    return DIRECT_MAX
 
 
 def _lbfgs(prob) -> np.ndarray:

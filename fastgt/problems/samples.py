@@ -41,8 +41,6 @@ REGULARIZERS = {"l2": 0, "nonconvex": 1}
 #: rows of a dense gradient prefetched ahead of the one being summed (measured: 1 -> 4
 #: halves the cost of out-of-cache rows, bench/bench_ml.py)
 AHEAD = 4
-#: up to this d, the optimum is polished by exact (Newton / least-squares) solves
-DIRECT_MAX = 2000
 #: rows of f's evaluation per chunk: chunk x rows doubles at most
 _CHUNK = 1 << 22
 

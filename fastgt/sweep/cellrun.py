@@ -60,10 +60,19 @@ def run_cell(params: dict, threads: int = 1) -> tuple[dict, object, dict]:
     return run_cells([params], threads)[0]
 
 
-def run_cells(plist: list[dict], threads: int = 1) -> list[tuple[dict, object, dict]]:
+def run_cells(plist: list[dict], threads: int = 1,
+              optimum_dir: str | None = None) -> list[tuple[dict, object, dict]]:
     """``run_cell`` for several cells: those of equal ``batch_key`` advance together in one
     compiled loop (same numbers as separate runs); if they turn out not to share a sparsity
-    pattern or noise kind, they run one by one. Never raises."""
+    pattern or noise kind, they run one by one. Never raises. ``optimum_dir``: where the
+    optima of problems with data are kept (a sweep's DIR/optimum: each solved once)."""
+    from ..problems.optimum_cache import cache_in
+
+    with cache_in(optimum_dir):
+        return _run_cells(plist, threads)
+
+
+def _run_cells(plist: list[dict], threads: int) -> list[tuple[dict, object, dict]]:
     from ..runner import run, run_batch
 
     start = time.time()

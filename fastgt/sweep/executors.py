@@ -134,13 +134,14 @@ class LocalBackend:
             for fut in [self.pool.submit(ping) for _ in range(self.workers)]:
                 fut.result()
 
-    def submit(self, plist: list[dict], threads: int):
+    def submit(self, *args):
+        """Run ``run_cells(*args)`` in a worker."""
         try:
-            return self.pool.submit(run_cells, plist, threads)
+            return self.pool.submit(run_cells, *args)
         except cf.process.BrokenProcessPool:
             self.pool.shutdown(wait=False)
             self._start()
-            return self.pool.submit(run_cells, plist, threads)
+            return self.pool.submit(run_cells, *args)
 
     @staticmethod
     def wait_any(futures):
@@ -210,8 +211,9 @@ class DaskBackend:
             hosts.setdefault(addr.rsplit(":", 1)[0], addr)
         self.client.run(warm_cache, self.units, workers=list(hosts.values()))
 
-    def submit(self, plist: list[dict], threads: int):
-        fut = self.client.submit(run_cells, plist, threads, pure=False)
+    def submit(self, *args):
+        """Run ``run_cells(*args)`` on the cluster."""
+        fut = self.client.submit(run_cells, *args, pure=False)
         self.futures.add(fut)
         return fut
 
@@ -387,8 +389,8 @@ def _dispatch(backend, planner: Planner, replace: set, store: Store, report: Swe
                     else:
                         claimed.append(cell)
                 if claimed:
-                    inflight.add(backend.submit([c.params for c in claimed], threads), claimed,
-                                 state)
+                    inflight.add(backend.submit([c.params for c in claimed], threads,
+                                                store.url("optimum")), claimed, state)
             show(refresh=True)  # once per task: what the bar says while the workers compute
             for fut in backend.wait_any(list(inflight.tasks)):
                 task = inflight.pop(fut)

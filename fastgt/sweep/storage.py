@@ -91,6 +91,10 @@ class Store:
         self.me = {"pid": os.getpid(), "host": socket.gethostname(),
                    "pid_start": process_start(os.getpid())}
 
+    def url(self, sub: str) -> str:
+        """DIR/<sub> as a URI the workers can open (the protocol kept)."""
+        return self.fs.unstrip_protocol(f"{self.root}/{sub}")
+
     def path(self, sub: str, cell_id: str) -> str:
         return f"{self.root}/{sub}/{cell_id}" + ("" if sub == "claims" else ".parquet")
 

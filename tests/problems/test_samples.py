@@ -225,3 +225,32 @@ def test_metrics_and_columns_of_a_classification_run():
     assert np.sum(info["class_counts"]) == 40 and sorted(info["classes"]) == [-1.0, 1.0]
     quad = fastgt.run(topology="ring", n=4, d=3, steps=10, record_every=5)
     assert quad.trace["accuracy"].isna().all() and quad.summary["status"] == "ok"
+
+
+def test_a_sweep_solves_each_instance_once_and_keeps_the_optimum(tmp_path):
+    """Cells of a sweep on DIR keep x* in DIR/optimum/<key>.npy; a later process (here: the
+    in-process instances forgotten) reads it instead of solving: a planted x* in that file
+    is what its cells' fstar is computed from."""
+    from fastgt.problems import _BUILT
+    from fastgt.sweep.cellrun import run_cells
+    from fastgt.sweep.grid import canonical
+
+    params = canonical({"algorithm": "gt", "topology": "ring", "n": 4, "problem": "logistic",
+                        "samples": 10, "reg": 0.1, "noise": "full", "d": 3, "stepsize": 0.5,
+                        "steps": 4, "record_every": 2})
+    cache = tmp_path / "optimum"
+    _BUILT.clear()
+    (row, _, _), = run_cells([params], 1, str(cache))
+    files = list(cache.glob("*.npy"))
+    assert len(files) == 1 and row["status"] == "ok", row
+    inst = fastgt.problem("logistic", samples=10, reg=0.1).build(4, 3)
+    assert np.array_equal(np.load(files[0]), inst.xstar)
+    assert row["fstar"] == inst.fstar
+    planted = inst.xstar + 0.5
+    np.save(files[0], planted)
+    _BUILT.clear()
+    (row2, _, _), = run_cells([params], 1, str(cache))
+    assert row2["fstar"] == float(inst.f(planted)) != row["fstar"]
+    _BUILT.clear()
+    (row3, _, _), = run_cells([params], 1, None)  # no cache: solved again
+    assert row3["fstar"] == row["fstar"]

@@ -82,13 +82,15 @@ class RunResult:
     def trace(self):
         import pandas as pd
 
-        df = pd.DataFrame(self.records, columns=("step",) + M.METRICS)
-        df["step"] = df["step"].astype(np.int64)
-        comm, grads = cost_counts(df["step"].to_numpy(), self.config["algorithm"],
-                                  self.config["local_steps"])
-        df.insert(1, "comm_rounds", comm)
-        df.insert(2, "grad_evals", grads)
-        return df
+        return pd.DataFrame(self.trace_columns())
+
+    def trace_columns(self) -> dict[str, np.ndarray]:
+        """The trace's columns as arrays (what ``trace`` holds, without pandas)."""
+        step = self.records[:, 0].astype(np.int64)
+        comm, grads = cost_counts(step, self.config["algorithm"], self.config["local_steps"])
+        cols = {"step": step, "comm_rounds": np.asarray(comm, dtype=np.int64),
+                "grad_evals": np.asarray(grads, dtype=np.int64)}
+        return cols | {m: self.records[:, q] for q, m in enumerate(M.METRICS, start=1)}
 
     def __repr__(self) -> str:
         s = self.summary
@@ -240,6 +242,7 @@ class _Recorder:
         self.slots = [KERNEL_METRICS.index(m.name) if m.name in KERNEL_METRICS else -1
                       for m in self.declared]
         self.out = np.empty(len(self.declared))
+        self.plans = {has_y: self._plan(has_y) for has_y in (False, True)}
         self.loss = M.METRICS.index("loss_nodes")
         self.rows: list[float] = []
         self.status, self.diverged_step, self.steps_done = "ok", None, 0
@@ -247,27 +250,40 @@ class _Recorder:
         self.record(0, 0)
         self.limit = DIVERGE_FACTOR * max(1.0, self.out[self.loss])
 
+    def _plan(self, has_y: bool) -> tuple:
+        """Where each declared metric comes from when the step has (or lacks) Y: indices
+        left NaN, fused ones (index, kernel slot), computed ones (index, metric), and the
+        indices checked for divergence."""
+        nan, dst, src, computed = [], [], [], []
+        for j, (m, slot, defined) in enumerate(zip(self.declared, self.slots, self.defined)):
+            if (m.needs_y and not has_y) or not defined:
+                nan.append(j)
+            elif slot >= 0:
+                dst.append(j)
+                src.append(slot)
+            else:
+                computed.append((j, m))
+        checked = sorted(set(range(len(self.declared))) - set(nan))
+        return tuple(np.array(a, dtype=np.int64) for a in (nan, dst, src, checked)) + (computed,)
+
     def record(self, t: int, cur: int) -> None:
         X, Y = self.algo.iterates(self.batch, self.arrays, cur, self.c)
         has_y = Y is not None
         self.fill(X, Y, has_y, self.part, self.fused)
-        snap = None
-        for j, (m, slot, defined) in enumerate(zip(self.declared, self.slots, self.defined)):
-            if (m.needs_y and not has_y) or not defined:
-                self.out[j] = np.nan
-            elif slot >= 0:
-                self.out[j] = self.fused[slot]
-            else:
-                if snap is None:
-                    snap = self._snapshot(X, Y)
-                self.out[j] = m.compute(snap)
+        nan, dst, src, checked, computed = self.plans[has_y]
+        out = self.out
+        out[nan] = np.nan
+        out[dst] = self.fused[src]
+        if computed:
+            snap = self._snapshot(X, Y)
+            for j, m in computed:
+                out[j] = m.compute(snap)
         self.rows.append(float(t))
-        self.rows.extend(self.out.tolist())
+        self.rows.extend(out.tolist())
         self.steps_done = t
-        vals = [(m.name, v) for m, v, ok in zip(self.declared, self.out, self.defined)
-                if ok and (has_y or not m.needs_y)]
-        if t > 0 and (not all(np.isfinite(v) for _, v in vals) or self.out[self.loss] > self.limit):
-            self.status, self.diverged_step, self.reason = "diverged", t, self._why(vals)
+        if t > 0 and (not np.isfinite(out[checked]).all() or out[self.loss] > self.limit):
+            self.status, self.diverged_step = "diverged", t
+            self.reason = self._why([(self.declared[j].name, out[j]) for j in checked])
 
     def _snapshot(self, X, Y) -> M.Snapshot:
         real = self.batch.real

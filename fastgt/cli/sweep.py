@@ -1,4 +1,5 @@
-"""Sweep commands: ``fastgt grid | status | plot`` (registered by fastgt.cli from COMMANDS)."""
+"""Sweep commands: ``fastgt grid | plot`` (listed in fastgt.cli.group; status and compact,
+which only read, are in results.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import click
 from ..errors import FastGTError, WriteFailed, check_choice
 from ..outputs import check_dir, check_file, write_file
 from ..sweep.executors import DASK_HINT, EXECUTORS
-from ..sweep.tasks import MAX_BATCH
-from .common import FIGURE_FORMATS, ResultError, user_errors
+from ..sweep.tasks import FLUSH_SECONDS, MAX_BATCH
+from .exits import FIGURE_FORMATS, ResultError, user_errors
 
 
 @click.command("grid")
@@ -37,13 +38,16 @@ from .common import FIGURE_FORMATS, ResultError, user_errors
               help="most cells a worker advances together in one compiled loop (cells that "
                    "differ only in seed, stepsize, sigma2, alpha or self_weight; fewer when "
                    "they would take more than a few seconds); 1: one by one")
+@click.option("--flush-seconds", type=float, default=FLUSH_SECONDS, show_default=True,
+              help="finished cells are written (one file pair) at least this often: a kill "
+                   "of the whole sweep loses at most this much finished work")
 @click.option("--force", is_flag=True, help="recompute cells that are already finished")
 @click.option("--retry-failed", is_flag=True, help="recompute cells recorded as failed")
 @click.option("--dry-run", is_flag=True, help="list the cells and what is done; run nothing")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @user_errors
 def grid(spec, out, sets, params, workers, threads_per_worker, executor, scheduler, max_batch,
-         force, retry_failed, dry_run, quiet):
+         flush_seconds, force, retry_failed, dry_run, quiet):
     """Run every cell of the grid SPEC (TOML) and store the results in the directory --out.
 
     Finished cells are skipped on a rerun; failed or diverged cells are recorded and the
@@ -69,7 +73,7 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
         report = run_sweep(cells, out, executor=executor, workers=workers,
                            threads=threads_per_worker, scheduler=scheduler, force=force,
                            retry_failed=retry_failed, spec_text=gs.to_toml(), progress=not quiet,
-                           max_batch=max_batch)
+                           max_batch=max_batch, flush_seconds=flush_seconds)
     except KeyboardInterrupt as stop:
         click.echo("interrupted: finished cells are kept; rerun the command to complete", err=True)
         sys.exit(143 if isinstance(stop, Terminated) else 130)
@@ -79,7 +83,7 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
-    click.echo(report.line())
+    click.echo("\n".join([report.line(), *report.failures()]))
     bad = report.failed + report.status["diverged"]
     if bad:
         raise ResultError(f"{report.failed} cells failed and {report.status['diverged']} "
@@ -113,45 +117,6 @@ def _dry_run(cells, out) -> None:
         params = " ".join(f"{k}={v}" for k, v in c.params.items())
         click.echo(f"{c.id}  {'done' if c.id in done else 'todo'}  {params}")
     click.echo(f"{len(cells)} cells, {sum(c.id in done for c in cells)} done")
-
-
-@click.command("status")
-@click.argument("directory", metavar="DIR")
-@click.option("--failed", "show_failed", is_flag=True,
-              help="also list failed and diverged cells with their errors")
-@user_errors
-def status(directory, show_failed):
-    """Counts of done / failed / running / queued / missing cells of the sweep DIR.
-
-    Running and queued cells are claimed by a live sweep (queued: submitted, waiting for a
-    worker); missing cells are those of DIR/grid.toml (the spec last run there) without a
-    result or a claim.
-    """
-    from ..sweep.grid import parse_spec
-    from ..sweep.storage import open_sweep
-
-    store = open_sweep(directory)
-    cells = store.read("cells", columns=["id", "status", "error"])
-    counts = cells.status.value_counts()
-    claims = store.claims()
-    live = {k for k, v in claims.items() if not store.stale(v)}
-    queued = sum(claims[k].get("state") == "queued" for k in live)
-    text = store.get_text("grid.toml")
-    ok, div, failed = (int(counts.get(k, 0)) for k in ("ok", "diverged", "failed"))
-    lines = [f"done      {ok + div} (ok {ok}, diverged {div})", f"failed    {failed}",
-             f"running   {len(live) - queued}", f"queued    {queued}"]
-    if text is not None:
-        ids = {c.id for c in parse_spec(text, f"{directory}/grid.toml").cells()}
-        have = set(cells.id)
-        lines.append(f"missing   {len(ids - have - live)} (of {len(ids)} cells in grid.toml)")
-        if have - ids:
-            lines.append(f"other     {len(have - ids)} (results not in grid.toml)")
-    if len(claims) > len(live):
-        lines.append(f"stale     {len(claims) - len(live)} claims of dead sweeps (retaken on rerun)")
-    click.echo("\n".join(lines))
-    if show_failed:
-        for row in cells[cells.status.isin(["failed", "diverged"])].itertuples():
-            click.echo(f"{row.id}  {row.status}  {row.error}")
 
 
 @click.command("plot")
@@ -212,4 +177,4 @@ def _filter(df, where):
     return df
 
 
-COMMANDS = [grid, status, plot]
+COMMANDS = [grid, plot]

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .common import (
-    ResultError,
-    json_line,
-    param_option,
-    topo_options,
-    topo_params,
-    user_errors,
-)
+from .common import json_line, param_option, topo_options, topo_params
+from .exits import ResultError, user_errors
 
 
 @click.command("theory")

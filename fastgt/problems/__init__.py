@@ -8,6 +8,7 @@ registered by being here (docs/extending.md)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import json
@@ -58,6 +59,13 @@ __all__ = [
 def problem_params(name: str) -> dict:
     """Parameter names of a problem (besides n and d) -> defaults."""
     check_choice("problem", name, tuple(PROBLEMS))
+    return dict(_defaults(name))
+
+
+@functools.cache
+def _defaults(name: str) -> dict:
+    """A problem's signature defaults (inspect.signature once per problem: sweeps ask per
+    cell); callers get copies."""
     sig = inspect.signature(PROBLEMS[name])
     return {k: p.default for k, p in sig.parameters.items() if k not in ("n", "d")}
 

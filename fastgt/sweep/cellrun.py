@@ -4,6 +4,7 @@ watchdog, compile-cache warm-up. Light to import: no pyarrow, no dask."""
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import os
 import socket
@@ -44,8 +45,6 @@ def run_arguments(params: dict, topologies: dict | None = None) -> dict:
 
 def batch_key(params: dict) -> str:
     """Cells with equal keys can share one compiled loop (fastgt.run_batch)."""
-    import json
-
     return json.dumps({k: v for k, v in params.items() if k not in PER_CELL}, sort_keys=True)
 
 
@@ -54,7 +53,8 @@ def run_cell(params: dict, threads: int = 1) -> tuple[dict, object, dict]:
 
     Returns (row, trace, meta): row = the results (spectrum, theory, plateaus under each
     metric's name, ``final_<metric>``, status "ok" | "diverged" | "failed", error, wall_time,
-    ...), trace = the run's trace DataFrame (None if the cell failed), meta = provenance of
+    ...), trace = the run's trace columns, {name: array} (RunResult.trace_columns; None if
+    the cell failed), meta = provenance of
     the process that ran it (host, pid, start time, versions, the run's own config).
     """
     return run_cells([params], threads)[0]
@@ -80,7 +80,8 @@ def _run_cells(plist: list[dict], threads: int) -> list[tuple[dict, object, dict
             "start_time": datetime.datetime.fromtimestamp(start, datetime.UTC).isoformat(),
             **versions()}
     topologies: dict = {}
-    cells = [_Prepared(params, meta, topologies) for params in plist]
+    theories: dict = {}
+    cells = [_Prepared(params, meta, topologies, theories) for params in plist]
     todo = [c for c in cells if c.kwargs is not None]
     if len(todo) > 1:
         shared = {k: todo[0].kwargs[k] for k in ("algorithm", "problem", "noise", "d", "steps",
@@ -104,7 +105,9 @@ def _run_cells(plist: list[dict], threads: int) -> list[tuple[dict, object, dict
 class _Prepared:
     """One cell of a task: spectrum and theory first, then its run's results."""
 
-    def __init__(self, params: dict, meta: dict, topologies: dict):
+    def __init__(self, params: dict, meta: dict, topologies: dict, theories: dict):
+        """topologies, theories: memos shared by the cells of a task (the theory of
+        cells that differ only in their seed is computed once)."""
         t0 = time.perf_counter()
         self.row, self.trace, self.meta = {"error": None}, None, dict(meta)
         self.kwargs, self.result = None, None
@@ -112,7 +115,10 @@ class _Prepared:
             self.kwargs = run_arguments(params, topologies)
             sp = self.kwargs["topology"].spectrum()
             self.row.update({k: float(getattr(sp, k)) for k in SPECTRUM_KEYS})
-            self.row.update(theory_row(self.kwargs, params))
+            key = json.dumps({k: v for k, v in params.items() if k != "seed"}, sort_keys=True)
+            if key not in theories:
+                theories[key] = theory_row(self.kwargs, params)
+            self.row.update(theories[key])
         except Exception as err:  # noqa: BLE001
             self.kwargs = None
             self.fail(err)
@@ -130,7 +136,7 @@ class _Prepared:
         self.row.update({f"final_{m}": res.summary[f"final_{m}"] for m in METRICS})
         self.row.update({k: res.summary.get(k, math.nan) for k in PROBLEM_COLUMNS})
         self.row["wall_time"] = self.prep_time + res.summary["wall_time"]
-        self.trace = res.trace
+        self.trace = res.trace_columns()
         self.meta["run_config"] = res.config
         self.meta["batch"] = res.summary["batch"]
 

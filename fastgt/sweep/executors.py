@@ -22,8 +22,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import logging
-import math
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import FastGTError, check_choice, check_float, check_int
 from .cellrun import THREAD_ENV, failed_row, ping, run_cells, warm_cache, worker_init
-from .tasks import MAX_BATCH, TASK_SECONDS, Planner
+from .tasks import FLUSH_ROWS, FLUSH_SECONDS, MAX_BATCH, TASK_SECONDS, Planner
 
 if TYPE_CHECKING:
     from .storage import Store
@@ -43,23 +43,51 @@ DASK_HINT = "pip install 'fastgt[dask]'"
 
 @dataclass
 class SweepReport:
-    """Counts of one ``run_sweep``: computed cells by status, and cells not computed here."""
+    """Counts of one ``run_sweep``: computed cells by status, and cells not computed here;
+    the errors of the failed and diverged cells, grouped by message."""
 
     total: int = 0
     status: Counter = field(default_factory=Counter)
     skipped: int = 0  # finished before (or by a concurrent sweep)
     busy: int = 0  # claimed by another live sweep
     elapsed: float = 0.0
+    #: (status, message with its numbers masked) -> [count, first message, first cell id]
+    errors: dict = field(default_factory=dict)
 
     @property
     def failed(self) -> int:
         return self.status["failed"]
 
+    def add(self, cell_id: str, row: dict) -> None:
+        """Count a computed cell (and its error, if it failed or diverged)."""
+        self.status[row["status"]] += 1
+        if row["status"] in ("failed", "diverged"):
+            msg = row.get("error") or ""
+            group = self.errors.setdefault((row["status"], _NUMBER.sub("#", msg)),
+                                           [0, msg, cell_id])
+            group[0] += 1
+
     def line(self) -> str:
         s = self.status
+        computed = sum(s.values())
+        rate = f", {computed / self.elapsed:.0f} cells/s" if computed and self.elapsed > 0 else ""
         return (f"{self.total} cells: {s['ok']} ok, {s['diverged']} diverged, {s['failed']} failed, "
                 f"{self.skipped} skipped (done before), {self.busy} running elsewhere "
-                f"[{self.elapsed:.1f} s]")
+                f"[{self.elapsed:.1f} s{rate}]")
+
+    def failures(self, most: int = 10) -> list[str]:
+        """One line per kind of error, most frequent first: count, status, a message, a cell."""
+        groups = sorted(self.errors.items(), key=lambda kv: -kv[1][0])
+        lines = [f"  {n} {status}: {msg} (e.g. cell {cell})"
+                 for (status, _), (n, msg, cell) in groups[:most]]
+        if len(groups) > most:
+            rest = sum(n for _, (n, _, _) in groups[most:])
+            lines.append(f"  ... {rest} more cells with {len(groups) - most} other messages")
+        return lines
+
+
+#: numbers in error messages (masked to group messages that differ only in them)
+_NUMBER = re.compile(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?")
 
 
 # --------------------------------------------------------------------------- backends
@@ -261,14 +289,17 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
               threads: int = 1, scheduler: str | None = None, force: bool = False,
               retry_failed: bool = False, spec_text: str | None = None,
               progress: bool = True, max_batch: int = MAX_BATCH,
-              task_seconds: float = TASK_SECONDS) -> SweepReport:
-    """Compute every cell not yet in ``out`` and write one file per cell; see the module doc.
+              task_seconds: float = TASK_SECONDS,
+              flush_seconds: float = FLUSH_SECONDS) -> SweepReport:
+    """Compute every cell not yet in ``out`` and write their results; see the module doc.
 
     force: recompute finished cells too (not those a concurrent sweep finished meanwhile);
     retry_failed: recompute cells recorded as failed. max_batch: most cells in one task;
     task_seconds: most estimated seconds of work in one task (at least one cell), see
-    fastgt.sweep.tasks. Ctrl-C (KeyboardInterrupt) stops the workers, releases this sweep's claims
-    and propagates.
+    fastgt.sweep.tasks; flush_seconds: finished cells are written, as one file pair, at
+    least this often. When every cell is done, the files are compacted (Store.compact).
+    Ctrl-C (KeyboardInterrupt) stops the workers, writes the finished cells, releases this
+    sweep's claims and propagates.
     """
     check_executor(executor, scheduler)  # before DIR is touched
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -276,13 +307,14 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     threads = check_int("threads_per_worker", threads, 1)
     max_batch = check_int("max_batch", max_batch, 1)
     task_seconds = check_float("task_seconds", task_seconds, 0.0, lo_open=True)
-    t0 = time.time()
+    flush_seconds = check_float("flush_seconds", flush_seconds, 0.0)
+    t0, t0_ns = time.time(), time.time_ns()
     from .storage import Store  # pyarrow and pandas only for sweeps
 
     store = Store(out)
     if spec_text is not None:
-        store.put_text("grid.toml", spec_text)
-    store.remove_stale_temporaries()
+        store.put_spec(spec_text, [c.id for c in cells])
+    store.clean()
     report = SweepReport(total=len(cells))
     todo, replace = _todo(cells, store, force, retry_failed)
     report.skipped = len(cells) - len(todo)
@@ -291,22 +323,28 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
         return report
     sweep = {"started": t0, "executor": executor, "workers": workers,
              "threads_per_worker": threads, "scheduler": scheduler, "driver_pid": os.getpid()}
-    backend = None
+    backend, pending = None, _Pending(store, sweep, flush_seconds)
     try:
         units = sorted({(c.params["algorithm"], c.params["problem"]) for c in todo})
         backend = make_backend(executor, workers, threads, scheduler, units)
         planner = Planner(todo, backend.slots, max_batch, threads, task_seconds)
-        _dispatch(backend, planner, replace, store, report, sweep, threads, progress)
+        _dispatch(backend, planner, _Skip(store, replace, t0_ns), store, pending, report,
+                  threads, progress)
     except BaseException:
         if backend is not None:
             backend.close(terminate=True)
             backend = None
         raise
     finally:
-        if backend is not None:
-            backend.close()
-        store.release_all()
-        report.elapsed = time.time() - t0
+        try:
+            if backend is not None:
+                backend.close()
+            pending.flush()  # finished work is never lost, whatever stopped the sweep
+        finally:
+            store.release_all()
+            report.elapsed = time.time() - t0
+    store.compact()
+    report.elapsed = time.time() - t0
     return report
 
 
@@ -317,9 +355,51 @@ def _todo(cells, store: Store, force: bool, retry_failed: bool) -> tuple[list, s
         return list(cells), done
     redo = set()
     if retry_failed and done:
-        st = store.read("cells", columns=["id", "status"])
-        redo = set(st.loc[st.status == "failed", "id"])
+        st = store.read("cells", columns=["id", "status"], where={"status": "failed"})
+        redo = set(st["id"])
     return [c for c in cells if c.id not in done or c.id in redo], redo
+
+
+class _Skip:
+    """Which cells a concurrent sweep finished since this one listed DIR (a result this
+    sweep is meant to replace counts only if written after this sweep started)."""
+
+    def __init__(self, store: Store, replace: set, started_ns: int):
+        self.store, self.replace, self.started_ns = store, replace, started_ns
+
+    def __call__(self, ids: list[str]) -> set[str]:
+        return {i for i, written in self.store.finished(ids).items()
+                if i not in self.replace or written >= self.started_ns}
+
+
+class _Pending:
+    """Finished cells not yet written, with the claims they hold: written as one part
+    when ``flush_seconds`` have passed since the oldest of them, or FLUSH_ROWS trace rows
+    are waiting, and when the sweep ends; a claim is released once its cells are written."""
+
+    def __init__(self, store: Store, sweep: dict, flush_seconds: float):
+        self.store, self.sweep, self.seconds = store, sweep, flush_seconds
+        self.results: list = []
+        self.tokens: list = []
+        self.rows, self.since = 0, None
+
+    def add(self, cells: list, results: list, token: str) -> None:
+        for cell, (row, trace, meta) in zip(cells, results):
+            self.results.append((cell.id, cell.params, row, trace, {**meta, "sweep": self.sweep}))
+            self.rows += 0 if trace is None else len(trace)
+        self.tokens.append(token)
+        self.since = time.monotonic() if self.since is None else self.since
+
+    def due(self) -> bool:
+        return self.since is not None and (
+            time.monotonic() - self.since >= self.seconds or self.rows >= FLUSH_ROWS)
+
+    def flush(self) -> None:
+        if self.results:
+            self.store.write(self.results)
+        for token in self.tokens:
+            self.store.release(token)
+        self.results, self.tokens, self.rows, self.since = [], [], 0, None
 
 
 class _InFlight:
@@ -329,87 +409,76 @@ class _InFlight:
 
     def __init__(self, store: Store, slots: int):
         self.store, self.slots = store, slots
-        self.tasks: dict = {}  # future -> cells, in submission order
+        self.tasks: dict = {}  # future -> (cells, claim token), in submission order
         self.running: set = set()
 
     def __len__(self) -> int:
         return len(self.tasks)
 
     def next_state(self) -> str:
-        """The state of the claims of the next task submitted."""
+        """The state of the claim of the next task submitted."""
         return "running" if len(self.tasks) < self.slots else "queued"
 
-    def add(self, fut, cells: list, state: str) -> None:
-        self.tasks[fut] = cells
+    def add(self, fut, cells: list, token: str, state: str) -> None:
+        self.tasks[fut] = cells, token
         if state == "running":
             self.running.add(fut)
 
-    def pop(self, fut) -> list:
-        """A finished task's cells; the first queued task moves up to running."""
-        cells = self.tasks.pop(fut)
+    def pop(self, fut) -> tuple[list, str]:
+        """A finished task's cells and claim; the first queued task moves up to running."""
+        task = self.tasks.pop(fut)
         self.running.discard(fut)
         for first in list(self.tasks)[:self.slots]:
             if first not in self.running:
                 self.running.add(first)
-                for cell in self.tasks[first]:
-                    self.store.mark(cell.id, "running")
-        return cells
+                self.store.mark(self.tasks[first][1], "running")
+        return task
 
     def cells(self) -> tuple[int, int]:
         """(running, queued) cell counts."""
-        running = sum(len(self.tasks[f]) for f in self.running)
-        return running, sum(map(len, self.tasks.values())) - running
+        running = sum(len(self.tasks[f][0]) for f in self.running)
+        return running, sum(len(c) for c, _ in self.tasks.values()) - running
 
 
-def _dispatch(backend, planner: Planner, replace: set, store: Store, report: SweepReport,
-              sweep: dict, threads: int, progress: bool) -> None:
+def _dispatch(backend, planner: Planner, skip: _Skip, store: Store, pending: _Pending,
+              report: SweepReport, threads: int, progress: bool) -> None:
     from tqdm import tqdm
 
     inflight = _InFlight(store, backend.slots)
+    optimum = store.url("optimum")
     with tqdm(total=len(planner), unit="cell", disable=not progress or None, file=sys.stderr,
-              dynamic_ncols=True) as bar:
+              dynamic_ncols=True, mininterval=0.5) as bar:
 
-        def show(refresh: bool = False):  # else shown with the next update of the bar
+        def show():  # shown with the next update of the bar
             running, queued = inflight.cells()
             bar.set_postfix(failed=report.failed, diverged=report.status["diverged"],
-                            running=running, queued=queued, refresh=refresh)
+                            running=running, queued=queued, refresh=False)
 
         while planner or inflight:
             while planner and len(inflight) < backend.capacity:
                 state = inflight.next_state()
-                claimed = []
-                for cell in planner.next_task():
-                    if not store.claim(cell.id, state):
-                        report.busy += 1
-                        bar.update()
-                    elif _finished_meanwhile(store, cell.id, cell.id in replace, sweep["started"]):
-                        store.release(cell.id)
-                        report.skipped += 1
-                        bar.update()
-                    else:
-                        claimed.append(cell)
-                if claimed:
-                    inflight.add(backend.submit([c.params for c in claimed], threads,
-                                                store.url("optimum")), claimed, state)
-            show(refresh=True)  # once per task: what the bar says while the workers compute
+                task = planner.next_task()
+                token, taken = store.claim([c.id for c in task], state)
+                report.busy += len(task) - len(taken)
+                done = skip(taken)
+                if done:
+                    store.narrow(token, [i for i in taken if i not in done])
+                    report.skipped += len(done)
+                keep = set(taken) - done
+                cells = [c for c in task if c.id in keep]
+                bar.update(len(task) - len(cells))
+                if cells:
+                    inflight.add(backend.submit([c.params for c in cells], threads, optimum),
+                                 cells, token, state)
+            show()
             for fut in backend.wait_any(list(inflight.tasks)):
-                task = inflight.pop(fut)
-                results = backend.result(fut, len(task))
-                for cell, (row, trace, meta) in zip(task, results):
-                    store.write(cell.id, cell.params, row, trace, {**meta, "sweep": sweep})
-                    store.release(cell.id)
-                    report.status[row["status"]] += 1
-                    show()
-                    bar.update()
-                planner.observe(task, [row for row, _, _ in results])
-
-
-def _finished_meanwhile(store: Store, cell_id: str, replacing: bool, started: float) -> bool:
-    """Did a concurrent sweep finish the cell since this one listed the directory? (A result
-    this sweep is meant to replace counts only if written by a sweep started after it.)"""
-    if not store.exists(cell_id):
-        return False
-    if not replacing:
-        return True
-    prior = store.provenance(cell_id).get("sweep", {}).get("started", -math.inf)
-    return prior >= started
+                cells, token = inflight.pop(fut)
+                results = backend.result(fut, len(cells))
+                pending.add(cells, results, token)
+                for cell, (row, _, _) in zip(cells, results):
+                    report.add(cell.id, row)
+                planner.observe(cells, [row for row, _, _ in results])
+                show()
+                bar.update(len(cells))
+            if pending.due():
+                pending.flush()

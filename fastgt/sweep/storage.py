@@ -2,24 +2,36 @@
 
 Layout of an output directory DIR::
 
-    DIR/grid.toml               the spec of the last ``fastgt grid`` run on DIR
-    DIR/cells/<id>.parquet      one row per cell: parameters, spectrum, plateaus, status, timings
-    DIR/traces/<id>.parquet     the cell's trace rows (step, metrics) with its id and parameters
-    DIR/claims/<id>             a cell being computed: {"pid", "host", ..., "state"} of the
-                                sweep doing it, state "queued" or "running"
+    DIR/grid.toml                   the spec of the last ``fastgt grid`` run on DIR
+    DIR/cells/part-<T>-<R>.parquet  cell rows (parameters, spectrum, plateaus, status,
+                                    timings, provenance) of one flush of a sweep, or of
+                                    a compaction of several
+    DIR/traces/part-<T>-<R>.parquet the trace rows (step, metrics, id, parameters) of the
+                                    same cells: a part's two files share their name
+    DIR/claims/<R>                  a task being computed: {"pid", "host", ..., "state",
+                                    "ids"} of the sweep doing it, state "queued" or "running"
+    DIR/optimum/<key>.npy           optima of problems with data (problems/optimum_cache.py)
+
+T is the writer's clock in ns (19 digits, zero-padded): names sort by age. Files of the
+first layout, ``cells/<id>.parquet`` with one row (and ``traces/<id>.parquet``), are read
+alike, as older than any part.
 
 Every file is written under a temporary name starting with "." and renamed into place, so
 readers (which skip names starting with "." or "_", as pyarrow does) never see a partial
-file; the trace is written before the cell row, so a cell file means a finished cell.
-Schemas are declared (:data:`CELL_SCHEMA`, :data:`TRACE_SCHEMA`); columns a file has beyond
-them (e.g. parameters of a newer topology family) are appended, and :func:`load` unifies the
-schemas of all files. The footer's key-value metadata ``fastgt`` holds the provenance (JSON):
-versions, host, start time, the cell's full parameters and the sweep's settings.
+file; a part's traces are written before its cells, so a cells file means finished cells.
+A cell written again (``--force``, ``--retry-failed``) has rows in two parts until the
+sweep compacts them: the readers here keep the newest (:meth:`Store.latest`), and its
+trace rows are those of the part its row is in. Schemas are declared (:data:`CELL_SCHEMA`,
+:data:`TRACE_SCHEMA`); columns beyond them (e.g. parameters of a newer topology family)
+are appended, and readers unify the schemas of all files. Provenance is one JSON string
+per cell (column ``provenance``: versions, host, pid, start time, parameters, the run's
+config, the sweep's settings) and one footer per file (key ``fastgt``: the writer).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import posixpath
@@ -27,9 +39,9 @@ import secrets
 import socket
 import time
 
-import pandas as pd
+import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as pads
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import FastGTError
@@ -42,7 +54,7 @@ _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_
 _PARAM_FIELDS = [pa.field(k, _ARROW[p.kind]) for k, p in PARAMS.items()]
 _F64 = pa.float64()
 
-#: declared columns of DIR/cells/*.parquet (extra columns of a file are appended)
+#: declared columns of DIR/cells (extra columns of a file are appended)
 CELL_SCHEMA = pa.schema(
     [pa.field("id", pa.string()), pa.field("status", pa.string()), *_PARAM_FIELDS]
     + [pa.field(k, _F64) for k in ("lambda2", "lambda_n", "p", "c", "p_eff")]
@@ -52,18 +64,23 @@ CELL_SCHEMA = pa.schema(
     + [pa.field(k, _F64) for k in THEORY_COLUMNS]
     + [pa.field("diverged_step", pa.int64()), pa.field("steps_done", pa.int64()),
        pa.field("wall_time", _F64), pa.field("loop_time", _F64), pa.field("steps_per_s", _F64),
-       pa.field("threads", pa.int64()), pa.field("error", pa.string())])
-#: declared columns of DIR/traces/*.parquet
+       pa.field("threads", pa.int64()), pa.field("error", pa.string()),
+       pa.field("provenance", pa.string())])
+#: declared columns of DIR/traces
 TRACE_SCHEMA = pa.schema([pa.field("id", pa.string()), *_PARAM_FIELDS,
                           pa.field("step", pa.int64()), pa.field("comm_rounds", pa.int64()),
                           pa.field("grad_evals", pa.int64()),
                           *[pa.field(m, _F64) for m in METRICS]])
-#: integer columns read back as pandas' nullable Int64: a parameter that only some cells
-#: have (rows, graph_seed, ...) would otherwise come back as float64, and seeds beyond 2^53
-#: would lose digits on the way
-_NULLABLE = {pa.int64(): pd.Int64Dtype()}
 META_KEY = "fastgt"
 SUBDIRS = ("cells", "traces", "claims")
+PART = "part-"
+#: rows per row group of a compacted file: filters skip groups by their statistics
+ROW_GROUP = 65536
+#: a directory of at most this many files is read file by file when unfiltered
+FEW_FILES = 256
+#: trace rows per compacted file (bounds the memory of a compaction)
+COMPACT_ROWS = 2_000_000
+_WRITE = {"compression": "zstd"}
 
 
 def _filesystem(out):
@@ -78,6 +95,25 @@ def _visible(name: str) -> bool:
     return base.endswith(".parquet") and not base.startswith((".", "_"))
 
 
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1][:-len(".parquet")]
+
+
+def _age(stem: str) -> tuple:
+    """Sort key of a file: parts by their time, first-layout files (one cell) before all."""
+    if stem.startswith(PART):
+        return int(stem[len(PART):len(PART) + 19]), stem
+    return 0, stem
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _host_tag(host: str) -> str:
+    return hashlib.sha1(host.encode()).hexdigest()[:8]
+
+
 class Store:
     """One output directory: atomic result writes, claims for concurrent sweeps, resume."""
 
@@ -87,45 +123,104 @@ class Store:
                                 else (self.fs.protocol,))
         for sub in SUBDIRS if create else ():
             self.fs.makedirs(f"{self.root}/{sub}", exist_ok=True)
-        self.held: set[str] = set()
+        self.held: dict[str, list[str]] = {}  # claim token -> its cell ids
         self.me = {"pid": os.getpid(), "host": socket.gethostname(),
                    "pid_start": process_start(os.getpid())}
+        self._ids: dict[str, list[str]] = {}  # cells file stem -> its ids (files never change)
+        self._latest: dict[str, str] = {}  # latest(), as of the stems in _latest_of
+        self._latest_of: dict[str, None] = {}
 
     def url(self, sub: str) -> str:
         """DIR/<sub> as a URI the workers can open (the protocol kept)."""
         return self.fs.unstrip_protocol(f"{self.root}/{sub}")
 
-    def path(self, sub: str, cell_id: str) -> str:
-        return f"{self.root}/{sub}/{cell_id}" + ("" if sub == "claims" else ".parquet")
+    # ---------------------------------------------------------------- index
 
-    # ---------------------------------------------------------------- results
+    def _ls(self, sub: str) -> list[str]:
+        try:
+            return self.fs.ls(f"{self.root}/{sub}", detail=False)
+        except FileNotFoundError:
+            return []
 
-    def ids(self, sub: str = "cells") -> set[str]:
-        """Ids of the finished cells (files in place, temporaries ignored)."""
-        return {n.rsplit("/", 1)[-1][:-8] for n in self._ls(sub) if _visible(n)}
+    def files(self, sub: str = "cells") -> dict[str, str]:
+        """Visible files of DIR/<sub>, stem -> path, oldest first."""
+        found = {_stem(p): p for p in self._ls(sub) if _visible(p)}
+        return {s: found[s] for s in sorted(found, key=_age)}
 
-    def exists(self, cell_id: str) -> bool:
-        return self.fs.exists(self.path("cells", cell_id))
+    def index(self) -> dict[str, list[str]]:
+        """Cells file stem -> the ids of its rows, oldest file first (a part's ids are read
+        once: its id column; a first-layout file's id is its name)."""
+        files = self.files("cells")
+        for stale in set(self._ids) - set(files):
+            del self._ids[stale]
+        for stem, path in files.items():
+            if stem not in self._ids:
+                self._ids[stem] = (self._read_ids(path) if stem.startswith(PART)
+                                   else [stem])
+        return {s: self._ids[s] for s in files}
 
-    def write(self, cell_id: str, params: dict, row: dict, trace: pd.DataFrame | None,
-              meta: dict) -> None:
-        """Write the trace (if any), then the cell row, each atomically."""
-        meta = {**meta, "params": params}
-        if trace is not None:
-            cols = {"id": [cell_id] * len(trace),
-                    **{k: [v] * len(trace) for k, v in params.items()},
-                    **{c: trace[c].to_numpy() for c in trace.columns}}
-            self._put("traces", cell_id, _table(cols, len(trace), TRACE_SCHEMA, meta))
-        cols = {k: [v] for k, v in {"id": cell_id, **params, **row}.items()}
-        self._put("cells", cell_id, _table(cols, 1, CELL_SCHEMA, meta))
+    def _read_ids(self, path: str) -> list[str]:
+        with self.fs.open(path, "rb") as f:
+            return pq.ParquetFile(f).read(columns=["id"])["id"].to_pylist()
 
-    def _put(self, sub: str, cell_id: str, table: pa.Table) -> None:
-        self._replace(self.path(sub, cell_id), cell_id, lambda f: pq.write_table(table, f))
+    def latest(self, index: dict | None = None) -> dict[str, str]:
+        """Finished cell id -> the stem of the newest file holding its row. Kept between
+        calls: files added after those seen, all newer, only update it."""
+        index = self.index() if index is None else index
+        seen, added = self._latest_of, index.keys() - self._latest_of.keys()
+        if not (seen.keys() <= index.keys() and (
+                not added or not seen or min(map(_age, added)) > max(map(_age, seen)))):
+            self._latest, seen = {}, {}
+        for stem, ids in index.items():  # oldest first: a newer file's rows win
+            if stem not in seen:
+                self._latest.update(dict.fromkeys(ids, stem))
+        self._latest_of = dict.fromkeys(index)
+        return self._latest
 
-    def _replace(self, path: str, name: str, write) -> None:
-        """Create or replace ``path`` atomically: ``write(file)`` fills a temporary
-        ``.<name>.<random>.tmp`` beside it, which is then renamed into place."""
-        tmp = f"{path.rsplit('/', 1)[0]}/.{name}.{secrets.token_hex(4)}.tmp"
+    def ids(self) -> set[str]:
+        """Ids of the finished cells (rows in files in place; temporaries ignored)."""
+        return set(self.latest())
+
+    def finished(self, ids) -> dict[str, int]:
+        """Those of ``ids`` that have a result -> when its newest row was written
+        (time.time_ns; 0 for first-layout files)."""
+        latest = self.latest()
+        return {i: _age(latest[i])[0] for i in ids if i in latest}
+
+    # ---------------------------------------------------------------- writing
+
+    def write(self, results: list) -> str | None:
+        """Write finished cells as one part: ``results`` = [(id, params, row, trace, meta)]
+        (trace: {column: array} or a DataFrame, or None; meta: the cell's provenance); traces first, then cells,
+        each atomically. Returns the part's name (None if ``results`` is empty)."""
+        if not results:
+            return None
+        name = f"{PART}{time.time_ns():019d}-{secrets.token_hex(4)}"
+        traces = _trace_table(results)
+        if traces is not None:
+            self._put("traces", name, traces)
+        rows = [{"id": cid, **params, **row,
+                 "provenance": json.dumps({**meta, "params": params}, default=str)}
+                for cid, params, row, _, meta in results]
+        self._put("cells", name, _table(_columns(rows), len(rows), CELL_SCHEMA))
+        self._ids[name] = [r[0] for r in results]
+        return name
+
+    def _put(self, sub: str, name: str, table: pa.Table) -> None:
+        table = table.replace_schema_metadata({META_KEY: json.dumps({"writer": self.me})})
+        self._replace(f"{self.root}/{sub}/{name}.parquet",
+                      lambda f: pq.write_table(table, f, row_group_size=ROW_GROUP, **_WRITE))
+
+    def _temporary(self, folder: str) -> str:
+        """A temporary's name: its writer (pid, start, host) in it, for the clean-up."""
+        me = self.me
+        return (f"{folder}/.tmp-{me['pid']}-{me['pid_start']}-{_host_tag(me['host'])}-"
+                f"{secrets.token_hex(4)}")
+
+    def _replace(self, path: str, write) -> None:
+        """Create or replace ``path`` atomically: ``write(file)`` fills a temporary beside
+        it, which is then renamed into place."""
+        tmp = self._temporary(path.rsplit("/", 1)[0])
         try:
             with self.fs.open(tmp, "wb") as f:
                 write(f)
@@ -137,7 +232,22 @@ class Store:
 
     def put_text(self, name: str, text: str) -> None:
         """Write DIR/<name> atomically (used for grid.toml)."""
-        self._replace(f"{self.root}/{name}", name, lambda f: f.write(text.encode()))
+        self._replace(f"{self.root}/{name}", lambda f: f.write(text.encode()))
+
+    def put_spec(self, text: str, ids: list[str]) -> None:
+        """DIR/grid.toml, and DIR/grid.ids: the ids of its cells after a digest of the
+        text (``fastgt status`` reads them instead of expanding the spec, which takes
+        seconds at 10^5 cells)."""
+        self.put_text("grid.toml", text)
+        self.put_text("grid.ids", "\n".join([_digest(text), *ids]) + "\n")
+
+    def spec(self) -> tuple[str | None, list[str] | None]:
+        """(DIR/grid.toml's text, its cells' ids if DIR/grid.ids is of that text)."""
+        text, ids = self.get_text("grid.toml"), self.get_text("grid.ids")
+        lines = (ids or "").split()
+        if text is None or not lines or lines[0] != _digest(text):
+            return text, None
+        return text, lines[1:]
 
     def get_text(self, name: str) -> str | None:
         try:
@@ -146,102 +256,262 @@ class Store:
             return None
 
     def provenance(self, cell_id: str) -> dict:
-        """The footer metadata of a cell file (versions, host, times, parameters, sweep)."""
-        with self.fs.open(self.path("cells", cell_id), "rb") as f:
-            meta = pq.read_schema(f).metadata or {}
+        """A finished cell's provenance (versions, host, times, parameters, sweep)."""
+        stem = self.latest().get(cell_id)
+        if stem is None:
+            raise FastGTError(f"cell {cell_id!r} has no result in {self.root}")
+        path = self.files("cells")[stem]
+        with self.fs.open(path, "rb") as f:
+            if stem.startswith(PART):
+                t = pq.ParquetFile(f).read(columns=["id", "provenance"])
+                i = t["id"].to_pylist().index(cell_id)
+                return json.loads(t["provenance"][i].as_py() or "{}")
+            meta = pq.read_schema(f).metadata or {}  # first layout: the file's footer
         return json.loads(meta.get(META_KEY.encode(), b"{}"))
 
-    def remove_stale_temporaries(self) -> int:
-        """Delete temporaries of cells nobody computes any more (left by a killed sweep)."""
+    # ---------------------------------------------------------------- clean-up
+
+    def clean(self) -> int:
+        """Delete what killed sweeps left: temporaries of dead writers, and trace files
+        without their cells file (a flush killed between the two) whose writer is dead.
+        Returns the number of files removed."""
         removed = 0
         for sub in SUBDIRS:
-            for name in self._ls(sub):
-                base = name.rsplit("/", 1)[-1]
-                if not (base.startswith(".") and base.endswith(".tmp")):
-                    continue
-                claim = self.read_claim(base[1:].split(".", 1)[0])
-                if claim is None or self.stale(claim):
-                    with contextlib.suppress(FileNotFoundError):
-                        self.fs.rm(name)
-                        removed += 1
+            for path in self._ls(sub):
+                if self._left_over(path.rsplit("/", 1)[-1]):
+                    removed += self._rm(path)
+        cells = self.files("cells")
+        for stem, path in self.files("traces").items():
+            if stem not in cells and stem.startswith(PART) and self.stale(self._writer(path)):
+                removed += self._rm(path)
         return removed
 
-    def _ls(self, sub: str) -> list[str]:
-        try:
-            return self.fs.ls(f"{self.root}/{sub}", detail=False)
-        except FileNotFoundError:
-            return []
+    def _left_over(self, base: str) -> bool:
+        """A temporary of a dead writer (or of the first layout's sweeps, which named
+        their temporaries ``.<id>.<random>.tmp``)."""
+        if base.startswith(".tmp-"):
+            return self._dead_writer(base)
+        return base.startswith(".") and base.endswith(".tmp")
 
-    def read(self, sub: str = "cells", columns=None) -> pd.DataFrame:
-        """All finished files of DIR/<sub> as one DataFrame, schemas unified (none dropped)."""
-        files = sorted(n for n in self._ls(sub) if _visible(n))
+    def _dead_writer(self, base: str) -> bool:
+        try:
+            _, pid, start, tag, _ = base.split("-", 4)
+        except ValueError:
+            return True
+        return tag == _host_tag(self.me["host"]) and str(process_start(int(pid))) != start
+
+    def _writer(self, path: str) -> dict:
+        with self.fs.open(path, "rb") as f:
+            meta = pq.read_schema(f).metadata or {}
+        return json.loads(meta.get(META_KEY.encode(), b"{}")).get("writer", {})
+
+    def _rm(self, path: str) -> int:
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm(path)
+            return 1
+        return 0
+
+    # ---------------------------------------------------------------- reading
+
+    def read(self, sub: str = "cells", columns=None, where=None):
+        """The finished rows of DIR/<sub> as one DataFrame, schemas unified (no column
+        dropped), the newest row of a cell written twice. ``columns``: those to read;
+        ``where``: a filter pushed down to the files, {column: value or list of values}
+        or a pyarrow.compute expression."""
+        return _pandas(self.table(sub, columns, where))
+
+    def table(self, sub: str = "cells", columns=None, where=None) -> pa.Table:
+        """``read``'s rows as a pyarrow Table. Without a filter, a directory of few files is
+        read file by file (pyarrow.parquet only: no pyarrow.dataset, which imports pandas);
+        otherwise through pyarrow.dataset, the filter pushed down."""
+        files = self.files(sub)
         declared = CELL_SCHEMA if sub == "cells" else TRACE_SCHEMA
         if not files:
-            return declared.empty_table().to_pandas(types_mapper=_NULLABLE.get)
-        frags = pads.dataset(files, filesystem=self.fs, format="parquet").get_fragments()
-        schema = pa.unify_schemas([declared] + [f.physical_schema for f in frags],
-                                  promote_options="permissive")
-        missing = [c for c in columns or () if c not in schema.names]
-        if missing:
-            raise FastGTError(f"column {missing[0]!r} is not in {sub}: allowed "
-                              f"{', '.join(schema.names)}")
-        table = pads.dataset(files, schema=schema.remove_metadata(), filesystem=self.fs,
-                             format="parquet").to_table(columns=columns)
-        return table.to_pandas(types_mapper=_NULLABLE.get)
+            return _select(declared.empty_table(), columns, sub)
+        index = self.index()
+        latest = self.latest(index)
+        clean = (sum(map(len, index.values())) == len(latest)
+                 and (sub == "cells" or set(files) <= set(index)))
+        cols = None if columns is None else list(columns)
+        if where is None and len(files) <= FEW_FILES:
+            return self._by_file(files, declared, cols, None if clean else latest, sub)
+        import pyarrow.dataset as pads
+
+        frags = list(pads.dataset(list(files.values()), filesystem=self.fs,
+                                  format="parquet").get_fragments())
+        schema = _unified([declared] + [f.physical_schema for f in frags])
+        _check_columns(cols, schema, sub)
+        expr = _expression(where, schema, sub)
+        if clean:
+            return pads.dataset(list(files.values()), schema=schema, filesystem=self.fs,
+                                format="parquet").to_table(columns=cols, filter=expr)
+        # a cell in two files, or traces without their cells: keep the rows of each
+        # cell's newest file
+        need = None if cols is None else list(dict.fromkeys([*cols, "id"]))
+        parts = [_newest(f.to_table(schema=schema, columns=need, filter=expr), _stem(f.path),
+                         latest) for f in frags]
+        out = pa.concat_tables(parts)
+        return out if cols is None else out.select(cols)
+
+    def _by_file(self, files: dict, declared: pa.Schema, cols, latest, sub: str) -> pa.Table:
+        """Every file read whole (its ``cols``), schemas unified; ``latest``: keep only
+        the rows of each cell's newest file (None: no cell is in two files)."""
+        tables, schemas = [], []
+        for stem, path in files.items():
+            with self.fs.open(path, "rb") as f:
+                pf = pq.ParquetFile(f)
+                have = pf.schema_arrow
+                need = None if cols is None else [
+                    c for c in dict.fromkeys([*cols, "id"]) if c in have.names]
+                t = pf.read(columns=need)
+            schemas.append(have)
+            tables.append(t if latest is None else _newest(t, stem, latest))
+        schema = _unified([declared, *schemas])
+        _check_columns(cols, schema, sub)
+        if cols is not None:
+            schema = pa.schema([schema.field(c) for c in cols])
+        out = pa.concat_tables([t.replace_schema_metadata(None) for t in tables],
+                               promote_options="permissive")
+        return pa.Table.from_arrays(
+            [out[f.name].cast(f.type) if f.name in out.column_names
+             else pa.nulls(out.num_rows, f.type) for f in schema], schema=schema)
+
+    # ---------------------------------------------------------------- compaction
+
+    def compact(self) -> tuple[int, int]:
+        """Rewrite the finished rows into few large files (COMPACT_ROWS trace rows each,
+        rows of a cell written twice reduced to the newest), then delete the files they
+        came from; returns (files before, files after) of cells/. Each output is written
+        atomically before any input is deleted, traces before cells, named to sort just
+        after its newest input, and inputs lose their traces before their cells, so a kill
+        at any point leaves every cell readable exactly once, with its trace;
+        another compaction running on DIR (a lock on local disks) makes this one a no-op."""
+        with self._lock("compact", wait=False) as got:
+            before = len(self.files("cells"))
+            if not got:
+                return before, before
+            index = self.index()
+            latest = self.latest(index)
+            pairs = list(index)
+            first_layout = any(not s.startswith(PART) for s in pairs)
+            if len(pairs) <= 1 and not first_layout and \
+                    sum(map(len, index.values())) == len(latest) and \
+                    set(self.files("traces")) <= set(index):
+                return before, before
+            cells_files, trace_files = self.files("cells"), self.files("traces")
+            for chunk in self._chunks(pairs, trace_files):
+                self._compact_chunk(chunk, cells_files, trace_files, latest)
+            for stem in set(trace_files) - set(cells_files):
+                if stem.startswith(PART) and self.stale(self._writer(trace_files[stem])):
+                    self._rm(trace_files[stem])  # a flush killed before its cells
+            return before, len(self.files("cells"))
+
+    def _chunks(self, stems: list[str], trace_files: dict) -> list[list[str]]:
+        chunks, rows = [[]], 0
+        for stem in stems:
+            n = 0
+            if stem in trace_files:
+                with self.fs.open(trace_files[stem], "rb") as f:
+                    n = pq.read_metadata(f).num_rows
+            if chunks[-1] and rows + n > COMPACT_ROWS:
+                chunks.append([])
+                rows = 0
+            chunks[-1].append(stem)
+            rows += n
+        return chunks
+
+    def _compact_chunk(self, chunk, cells_files, trace_files, latest) -> None:
+        # named after its newest input, and sorting after it ("z" after any hex digit):
+        # while both exist, the output's rows are the newest
+        name = f"{PART}{max(_age(s)[0] for s in chunk):019d}-z{secrets.token_hex(4)}"
+        for sub, files in (("traces", trace_files), ("cells", cells_files)):
+            tables = []
+            for stem in chunk:
+                if stem not in files:
+                    continue
+                with self.fs.open(files[stem], "rb") as f:
+                    t = pq.ParquetFile(f).read()
+                t = _newest(t, stem, latest).replace_schema_metadata(None)
+                if sub == "cells" and not stem.startswith(PART):  # first layout: footer
+                    t = _with_provenance(t, files[stem], self.fs)
+                tables.append(t)
+            if tables:
+                self._put(sub, name, pa.concat_tables(tables, promote_options="permissive"))
+        for sub, files in (("traces", trace_files), ("cells", cells_files)):
+            for stem in chunk:  # an input's cells outlive its traces: never a cell without
+                if stem in files:
+                    self._rm(files[stem])
+                self._ids.pop(stem, None)
 
     # ---------------------------------------------------------------- claims
 
-    def claim(self, cell_id: str, state: str = "running") -> bool:
-        """Take the cell for this process, its claim saying ``state`` ("queued" or
-        "running"); False if a live sweep holds it.
+    def claim(self, ids: list[str], state: str = "running") -> tuple[str | None, list[str]]:
+        """Take for this process those of ``ids`` no live sweep holds, as one claim saying
+        ``state`` ("queued" or "running"): returns (its token, the ids taken), (None, [])
+        if none could be taken.
 
-        A claim is created exclusively (O_EXCL on local disks). A claim of a dead process on
-        this host is stale and taken over, under a lock so that two reruns cannot both win.
-        """
-        path = self.path("claims", cell_id)
-        payload = self._claim_payload(state)
-        if self._create(path, payload):
-            self.held.add(cell_id)
-            return True
-        info = self.read_claim(cell_id)
-        if info is not None and not self.stale(info):
-            return False
-        with self._reclaim_lock():
-            if self.read_claim(cell_id) != info:
-                return False
-            if info is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    self.fs.rm(path)
-            if self._create(path, payload):
-                self.held.add(cell_id)
-                return True
-        return False
+        On local disks, claims are read and written under a lock, so that no two sweeps
+        take one cell; elsewhere the claim is written, then the others read, and any
+        overlap dropped (both sweeps may drop a cell then: it stays for a rerun).
+        Claims of dead processes on this host are stale: deleted and their cells free."""
+        token = secrets.token_hex(8)
+        with self._lock("claims"):
+            taken = [i for i in ids if i not in self._claimed_elsewhere(token)]
+            if taken:
+                self._write_claim(token, taken, state)
+        if taken and not self.local:
+            taken = [i for i in taken if i not in self._claimed_elsewhere(token)]
+            if taken:
+                self._write_claim(token, taken, state)
+            else:
+                self.release(token)
+        return (token, taken) if taken else (None, [])
 
-    def mark(self, cell_id: str, state: str) -> None:
+    def _claimed_elsewhere(self, token: str) -> set[str]:
+        """Ids held by live claims other than ``token`` (this process's own included)."""
+        held = {i for other, ids in self.held.items() if other != token for i in ids}
+        for other, info in self.claims().items():
+            if other == token or other in self.held:
+                continue
+            if self.stale(info):
+                self._rm(f"{self.root}/claims/{other}")
+            else:
+                held.update(info.get("ids", ()))
+        return held
+
+    def _write_claim(self, token: str, ids: list[str], state: str) -> None:
+        self.held[token] = list(ids)
+        payload = json.dumps({**self.me, "time": time.time(), "state": state,
+                              "ids": list(ids)}).encode()
+        self._replace(f"{self.root}/claims/{token}", lambda f: f.write(payload))
+
+    def narrow(self, token: str, ids: list[str]) -> None:
+        """Keep only ``ids`` in a claim this process holds (release it if none)."""
+        if not ids:
+            self.release(token)
+        elif token in self.held:
+            info = self.read_claim(token) or {}
+            self._write_claim(token, ids, info.get("state", "running"))
+
+    def mark(self, token: str, state: str) -> None:
         """Change the state of a claim this process holds (atomically: readers see the old
         claim or the new one)."""
-        if cell_id in self.held:
-            payload = self._claim_payload(state)
-            self._replace(self.path("claims", cell_id), cell_id, lambda f: f.write(payload))
+        if token in self.held:
+            self._write_claim(token, self.held[token], state)
 
-    def _claim_payload(self, state: str) -> bytes:
-        return json.dumps({**self.me, "time": time.time(), "state": state}).encode()
-
-    def release(self, cell_id: str) -> None:
-        if cell_id in self.held:
-            self.held.discard(cell_id)
-            with contextlib.suppress(FileNotFoundError):
-                self.fs.rm(self.path("claims", cell_id))
+    def release(self, token: str) -> None:
+        if self.held.pop(token, None) is not None:
+            self._rm(f"{self.root}/claims/{token}")
 
     def release_all(self) -> None:
-        for cell_id in list(self.held):
-            self.release(cell_id)
+        for token in list(self.held):
+            self.release(token)
 
-    def read_claim(self, cell_id: str, retry: bool = True) -> dict | None:
-        """The claim's content; None if there is no claim; {} if unreadable (a crash between
+    def read_claim(self, token: str, retry: bool = True) -> dict | None:
+        """The claim's content; None if there is none; {} if unreadable (a crash between
         creating and filling it: re-read once after a pause, the writer may be mid-way)."""
         try:
-            info = json.loads(self.fs.cat_file(self.path("claims", cell_id)) or b"null")
+            info = json.loads(self.fs.cat_file(f"{self.root}/claims/{token}") or b"null")
         except FileNotFoundError:
             return None
         except ValueError:
@@ -250,68 +520,148 @@ class Store:
             return info
         if retry:
             time.sleep(0.2)
-            return self.read_claim(cell_id, retry=False)
+            return self.read_claim(token, retry=False)
         return {}
 
     def stale(self, info: dict) -> bool:
-        """A claim whose process is gone: same host, and its pid is dead or reused."""
-        if not info:
+        """A claim (or writer) whose process is gone: same host, and its pid is dead or
+        reused."""
+        if "pid" not in info:  # unreadable (a crash while it was created)
             return True
         return info.get("host") == self.me["host"] and (
             process_start(info.get("pid", -1)) != info.get("pid_start"))
 
     def claims(self) -> dict[str, dict]:
-        """Every claim: id -> content."""
+        """Every claim: token -> content ({"ids": [...], "state": ..., "pid": ...})."""
         out = {}
-        for name in self._ls("claims"):
-            base = name.rsplit("/", 1)[-1]
+        for path in self._ls("claims"):
+            base = path.rsplit("/", 1)[-1]
             if not base.startswith("."):
-                out[base] = self.read_claim(base) or {}
+                info = self.read_claim(base) or {}
+                out[base] = {**info, "ids": info.get("ids", [base])}  # first layout: per cell
         return out
 
-    def _create(self, path: str, payload: bytes) -> bool:
-        try:
-            with self.fs.open(path, "xb") as f:
-                f.write(payload)
-            return True
-        except FileExistsError:
-            return False
-        except (ValueError, NotImplementedError):  # no exclusive create: write, then check
-            if self.fs.exists(path):
-                return False
-            with self.fs.open(path, "wb") as f:
-                f.write(payload)
-            time.sleep(0.5)
-            return self.fs.cat_file(path) == payload
-
     @contextlib.contextmanager
-    def _reclaim_lock(self):
+    def _lock(self, name: str, wait: bool = True):
+        """An exclusive lock DIR/claims/.<name>.lock on local disks (yields whether it was
+        taken: without ``wait``, False when another process holds it); elsewhere none."""
         if not self.local:
-            yield
+            yield True
             return
         import fcntl
 
-        with open(f"{self.root}/claims/.lock", "a") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
+        with open(f"{self.root}/claims/.{name}.lock", "a") as f:
             try:
-                yield
+                fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _table(cols: dict, nrows: int, declared: pa.Schema, meta: dict) -> pa.Table:
+def _pandas(table: pa.Table):
+    """A table as a DataFrame, integer columns as pandas' nullable Int64: a parameter that
+    only some cells have (rows, graph_seed, ...) would otherwise come back as float64, and
+    seeds beyond 2^53 would lose digits on the way. (pandas imported here only: status
+    and compact read without it.)"""
+    import pandas as pd
+
+    return table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+
+
+def _columns(rows: list[dict]) -> dict:
+    names = dict.fromkeys(k for r in rows for k in r)
+    return {k: [r.get(k) for r in rows] for k in names}
+
+
+def _table(cols: dict, nrows: int, declared: pa.Schema) -> pa.Table:
     """Declared columns in order (missing ones null), then any extra columns."""
     arrays, fields = [], []
     for f in declared:
         vals = cols.get(f.name)
-        arrays.append(pa.array([None] * nrows if vals is None else vals, type=f.type))
+        if vals is None:
+            arrays.append(pa.nulls(nrows, f.type))
+        else:
+            arrays.append(vals.cast(f.type) if isinstance(vals, pa.Array)
+                          else pa.array(vals, type=f.type))
         fields.append(f)
     for name in sorted(set(cols) - set(declared.names)):
-        arr = pa.array(cols[name])
+        arr = cols[name] if isinstance(cols[name], pa.Array) else pa.array(cols[name])
         arrays.append(arr)
         fields.append(pa.field(name, arr.type))
-    schema = pa.schema(fields, metadata={META_KEY: json.dumps(meta, default=str)})
-    return pa.Table.from_arrays(arrays, schema=schema)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _trace_table(results: list) -> pa.Table | None:
+    """The trace rows of finished cells: each cell's id and parameters repeated on its
+    rows (taken from one array per parameter, not built row by row)."""
+    traced = [(cid, params, trace) for cid, params, _, trace, _ in results
+              if trace is not None and len(trace["step"])]
+    if not traced:
+        return None
+    counts = np.array([len(t["step"]) for _, _, t in traced])
+    take = pa.array(np.repeat(np.arange(len(traced)), counts))
+    per_cell = _columns([{"id": cid, **params} for cid, params, _ in traced])
+    cols = {k: _array(k, v, TRACE_SCHEMA).take(take) for k, v in per_cell.items()}
+    for c in traced[0][2]:
+        cols[c] = np.concatenate([np.asarray(t[c]) for _, _, t in traced])
+    return _table(cols, int(counts.sum()), TRACE_SCHEMA)
+
+
+def _array(name: str, values: list, declared: pa.Schema) -> pa.Array:
+    i = declared.get_field_index(name)
+    return pa.array(values, type=declared.field(i).type if i >= 0 else None)
+
+
+def _unified(schemas: list) -> pa.Schema:
+    return pa.unify_schemas(schemas, promote_options="permissive").remove_metadata()
+
+
+def _newest(table: pa.Table, stem: str, latest: dict) -> pa.Table:
+    """The rows of ``table`` (read from file ``stem``) whose cell's newest file it is."""
+    keep = [latest.get(i) == stem for i in table["id"].to_pylist()]
+    return table.filter(pa.array(keep, type=pa.bool_()))
+
+
+def _check_columns(columns, schema: pa.Schema, sub: str) -> None:
+    missing = [c for c in columns or () if c not in schema.names]
+    if missing:
+        raise FastGTError(f"column {missing[0]!r} is not in {sub}: allowed "
+                          f"{', '.join(schema.names)}")
+
+
+def _select(table: pa.Table, columns, sub: str) -> pa.Table:
+    _check_columns(columns, table.schema, sub)
+    return table if columns is None else table.select(list(columns))
+
+
+def _expression(where, schema: pa.Schema, sub: str):
+    """A filter: None, a pyarrow.compute.Expression, or {column: value | list of values}."""
+    if where is None or isinstance(where, pc.Expression):
+        return where
+    if not isinstance(where, dict):
+        raise FastGTError(f"where={where!r} is invalid: allowed a dict {{column: value or "
+                          "list of values}} or a pyarrow.compute expression")
+    _check_columns(list(where), schema, sub)
+    expr = None
+    for k, v in where.items():
+        term = (pc.field(k).isin(list(v)) if isinstance(v, list | tuple | set | np.ndarray)
+                else pc.field(k) == v)
+        expr = term if expr is None else expr & term
+    return expr
+
+
+def _with_provenance(table: pa.Table, path: str, fs) -> pa.Table:
+    """A first-layout cell table with its footer's provenance as the provenance column."""
+    with fs.open(path, "rb") as f:
+        meta = (pq.read_schema(f).metadata or {}).get(META_KEY.encode(), b"{}").decode()
+    col = pa.array([meta] * table.num_rows, type=pa.string())
+    if "provenance" in table.column_names:
+        return table.set_column(table.column_names.index("provenance"), "provenance", col)
+    return table.append_column("provenance", col)
 
 
 # --------------------------------------------------------------------------- reading
@@ -359,9 +709,27 @@ def open_sweep(out, param: str = "DIR") -> Store:
                       "a directory made by fastgt grid")
 
 
-def load(out, traces: bool = True) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """(cells, traces) DataFrames of a sweep directory or URI (traces None if not wanted);
-    anything else (a file, a directory of sweeps) is a FastGTError saying what it is.
-    Integer columns are pandas' nullable Int64 (a parameter some cells lack is <NA>)."""
+def load(out, traces=True, columns=None, where=None) -> tuple:
+    """(cells, traces) DataFrames of a sweep directory or URI; anything else (a file, a
+    directory of sweeps) is a FastGTError saying what it is. Integer columns are pandas'
+    nullable Int64 (a parameter some cells lack is <NA>).
+
+    columns: the cells' columns to read (default all); where: keep only the matching cells,
+    {column: value or list of values} or a pyarrow.compute expression, pushed down to the
+    files (a question about a few cells reads little); traces: True (every column), a list
+    of trace columns, or False (None returned). The traces are those of the cells kept."""
     store = open_sweep(out, "out")
-    return store.read("cells"), (store.read("traces") if traces else None)
+    if where is None:
+        cells = store.read("cells", columns)
+        if traces is False:
+            return cells, None
+        return cells, store.read("traces", None if traces is True else traces)
+    need = None if columns is None else list(dict.fromkeys(["id", *columns]))
+    table = store.table("cells", need, where)
+    cells = table.select(list(columns)) if columns is not None else table
+    cells = _pandas(cells)
+    if traces is False:
+        return cells, None
+    tcols = None if traces is True else list(traces)
+    ids = table["id"].to_pylist()
+    return cells, store.read("traces", tcols, pc.field("id").isin(ids))

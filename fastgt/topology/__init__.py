@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 from ..errors import FastGTError, bad, check_choice
@@ -21,10 +22,14 @@ FAMILIES = {**STATIC, **VARYING}
 def family_params(name: str) -> dict:
     """A family's parameters (plus ``lazy``) -> default, ``inspect.Parameter.empty`` if required."""
     check_choice("topology", name, tuple(FAMILIES))
-    sig = inspect.signature(FAMILIES[name])
-    out = {k: p.default for k, p in sig.parameters.items()}
-    out["lazy"] = False
-    return out
+    return {**_defaults(name), "lazy": False}
+
+
+@functools.cache
+def _defaults(name: str) -> dict:
+    """A family's signature defaults (inspect.signature once per family: sweeps ask per
+    cell); callers get copies."""
+    return {k: p.default for k, p in inspect.signature(FAMILIES[name]).parameters.items()}
 
 
 def topology(name: str, **params) -> MixingMatrix | TimeVarying:

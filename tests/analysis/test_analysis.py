@@ -116,7 +116,7 @@ def results(tmp_path):
                 curve = level + np.exp(-steps / 200.0)
                 trace = pd.DataFrame({"step": steps, **{m: curve for m in METRICS}})
                 row = {"status": "ok", **{m: level for m in METRICS}}
-                store.write(cell.id, cell.params, row, trace, {})
+                store.write([(cell.id, cell.params, row, trace, {})])
     return tmp_path
 
 

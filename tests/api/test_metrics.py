@@ -32,7 +32,7 @@ def test_every_consumer_follows_the_declaration():
 def test_report_cli_offers_the_metrics_with_theory():
     from click.testing import CliRunner
 
-    from fastgt.cli.main import main
+    from fastgt.cli import main
 
     out = CliRunner().invoke(main, ["report", ".", "--metric", "grad_norm2"])
     assert out.exit_code == 2

@@ -62,8 +62,8 @@ def sweep(tmp_path):
     for cell in parse_spec(SPEC + "[[grid]]\nseed = [0, 1]\n").cells():
         steps = np.arange(0, 21, 5)
         trace = pd.DataFrame({"step": steps, **{m: 1.0 + steps for m in fastgt.METRICS}})
-        store.write(cell.id, cell.params, {"status": "ok", **{m: 1.0 for m in fastgt.METRICS}},
-                    trace, {})
+        store.write([(cell.id, cell.params,
+                      {"status": "ok", **{m: 1.0 for m in fastgt.METRICS}}, trace, {})])
     return out
 
 
@@ -194,7 +194,7 @@ def test_a_sweep_with_diverged_cells_exits_3_after_finishing(tmp_path):
 
 def test_steps_zero_is_refused_and_one_default_everywhere():
     one_error(invoke("run", "--n", "8", "--steps", "0"), 2, "steps=0 is invalid", ">= 1")
-    from fastgt.cli.main import run_cmd
+    from fastgt.cli.core import run_cmd
     from fastgt.sweep.grid import RUN_DEFAULTS, make_cell
 
     api = inspect.signature(fastgt.run).parameters
@@ -259,7 +259,10 @@ def test_spec_errors_show_the_path_as_given(tmp_path, monkeypatch):
 # ----------------------------------------------------------------------- one name, help
 
 def _commands():
-    return sorted(main.commands.items())
+    """Every command of the group (loaded on demand: the group lists them by name)."""
+    found = [(name, main.get_command(None, name)) for name in main.list_commands(None)]
+    assert len(found) >= 10 and all(cmd is not None for _, cmd in found)
+    return found
 
 
 def test_every_option_has_help_and_closed_choices_list_their_values():
@@ -283,7 +286,7 @@ def test_one_name_for_the_output_and_the_sweep_directory():
             assert len(outs) == 1 and "-o" in outs[0].opts, name
         assert not any("--output" in getattr(p, "opts", []) for p in cmd.params), name
     for name in ("plot", "status", "report"):
-        args = [p for p in main.commands[name].params if p.param_type_name == "argument"]
+        args = [p for p in dict(_commands())[name].params if p.param_type_name == "argument"]
         assert [a.human_readable_name for a in args] == ["DIR"], name
 
 
@@ -367,7 +370,7 @@ def test_a_bad_file_in_a_grid_spec_is_refused_before_running(tmp_path, no_simula
 
 def test_every_declared_parameter_is_an_option_of_run_with_its_help():
     """fastgt run's options come from the parameter registry (fastgt.params)."""
-    from fastgt.cli.main import run_cmd
+    from fastgt.cli.core import run_cmd
     from fastgt.params import PARAMS
 
     opts = {p.name: p for p in run_cmd.params}

@@ -40,9 +40,9 @@ STATIONARY = [0.5, 0.8, 0.9, 0.95]
 def write_sweep(directory, spec: str) -> None:
     """Run the cells of ``spec`` in this process (one compiled loop) and store them."""
     cells = parse_spec(spec).cells()
-    store = Store(str(directory))
-    for cell, (row, trace, meta) in zip(cells, run_cells([c.params for c in cells])):
-        store.write(cell.id, cell.params, row, trace, meta)
+    results = run_cells([c.params for c in cells])
+    Store(str(directory)).write([(cell.id, cell.params, row, trace, meta)
+                                 for cell, (row, trace, meta) in zip(cells, results)])
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +202,7 @@ def test_report_tick_labels_never_overlap(reported):
 def test_tracking_report_has_no_paper_bound(sweep, reported, tmp_path):
     from click.testing import CliRunner
 
-    from fastgt.cli.main import report_cmd
+    from fastgt.cli.core import report_cmd
 
     table, out, _ = reported
     assert "paper's bound" in (out / "slopes.md").read_text()

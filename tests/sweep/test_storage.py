@@ -1,4 +1,6 @@
-"""Storage: Parquet round trips (local and memory://), declared schema, provenance, claims."""
+"""Storage: Parquet round trips (local and memory://), declared schema, provenance, claims,
+cells written twice, compaction (and a kill during it), filtered loads, and directories of
+the first layout (one file per cell)."""
 
 import json
 import socket
@@ -9,12 +11,16 @@ import uuid
 import numba
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 
 import fastgt
+from fastgt.cli.results import compact as compact_cmd
 from fastgt.procs import process_start
-from fastgt.sweep.cellrun import run_cell
+from fastgt.sweep import storage
+from fastgt.sweep.cellrun import run_cell, run_cells
 from fastgt.sweep.grid import make_cell
 from fastgt.sweep.storage import CELL_SCHEMA, TRACE_SCHEMA, Store, load
 
@@ -28,10 +34,20 @@ def _computed(params):
     return cell, row, trace, meta
 
 
+def _results(plist):
+    """(id, params, row, trace, meta) of cells run in this process."""
+    cells = [make_cell(p) for p in plist]
+    return [(c.id, c.params, *res) for c, res in zip(cells, run_cells([c.params for c in cells]))]
+
+
+def _visible(path):
+    return sorted(p.name for p in path.iterdir() if not p.name.startswith("."))
+
+
 def test_memory_round_trip_matches_a_direct_run():
     cell, row, trace, meta = _computed(SMALL)
     out = f"memory://rt-{uuid.uuid4().hex}"
-    Store(out).write(cell.id, cell.params, row, trace, meta)
+    Store(out).write([(cell.id, cell.params, row, trace, meta)])
     cells, traces = load(out)
 
     W = fastgt.topology("ring", n=12, self_weight=0.25)
@@ -56,29 +72,39 @@ def test_memory_round_trip_matches_a_direct_run():
                                   ref.trace, check_dtype=False)
 
 
-def test_provenance_in_the_footer(tmp_path):
-    cell, row, trace, meta = _computed(SMALL)
+def test_one_part_per_write_with_provenance_per_cell_and_writer_per_file(tmp_path):
+    results = _results([SMALL, {**SMALL, "seed": 5}, {**SMALL, "n": 8}])
     store = Store(tmp_path)
-    store.write(cell.id, cell.params, row, trace, {**meta, "sweep": {"workers": 3}})
+    sweep = {"workers": 3}
+    name = store.write([(i, p, r, t, {**m, "sweep": sweep}) for i, p, r, t, m in results])
+    assert _visible(tmp_path / "cells") == [f"{name}.parquet"] == _visible(tmp_path / "traces")
     for sub in ("cells", "traces"):
-        md = pq.read_schema(tmp_path / sub / f"{cell.id}.parquet").metadata
-        prov = json.loads(md[b"fastgt"])
+        md = pq.read_schema(tmp_path / sub / f"{name}.parquet").metadata
+        assert json.loads(md[b"fastgt"])["writer"] == store.me  # one footer per file
+    for cid, params, _, _, _ in results:
+        prov = store.provenance(cid)
         assert prov["fastgt"] == fastgt.__version__
         assert prov["numba"] == numba.__version__ and prov["numpy"] == np.__version__
-        assert prov["host"] == socket.gethostname()
-        assert prov["params"] == cell.params and prov["sweep"] == {"workers": 3}
-        assert prov["run_config"]["n"] == 12 and "start_time" in prov
-    assert store.provenance(cell.id)["params"] == cell.params
+        assert prov["host"] == socket.gethostname() and "start_time" in prov
+        assert prov["params"] == params and prov["sweep"] == sweep
+        assert prov["run_config"]["n"] == params["n"]
+    cells, traces = load(tmp_path)
+    assert list(cells.id) == [r[0] for r in results]
+    assert traces.groupby("id").size().to_dict() == {r[0]: 4 for r in results}
+    with pytest.raises(fastgt.FastGTError, match="no result"):
+        store.provenance("0" * 16)
 
 
 def test_declared_schema_and_extra_columns_survive_reading(tmp_path):
     """A cell with a parameter outside the declared schema (e.g. written by a newer fastgt)
-    keeps that column when read with the others, whichever file comes first."""
+    keeps that column when read with the others, whichever part comes first: a schema
+    that grows across parts loads with every column."""
     cell, row, trace, meta = _computed(SMALL)
     store = Store(tmp_path)
-    for cid, extra in (("0000", {"k": 7}), ("1111", {}), ("2222", {"k": 9, "tag": "x"})):
-        store.write(cid, {**cell.params, **extra}, row, trace, meta)
-    schema = pq.read_schema(tmp_path / "cells" / "1111.parquet")
+    store.write([("0000", {**cell.params, "k": 7}, row, trace, meta)])
+    plain_name = store.write([("1111", cell.params, row, trace, meta)])
+    store.write([("2222", {**cell.params, "k": 9, "tag": "x"}, row, trace, meta)])
+    schema = pq.read_schema(tmp_path / "cells" / f"{plain_name}.parquet")
     assert schema.remove_metadata() == CELL_SCHEMA
     cells, traces = load(tmp_path)
     assert list(cells.columns[:len(CELL_SCHEMA)]) == CELL_SCHEMA.names
@@ -86,21 +112,25 @@ def test_declared_schema_and_extra_columns_survive_reading(tmp_path):
     assert cells.set_index("id")["tag"].to_dict()["2222"] == "x"
     assert set(traces.groupby("id")["k"].first().dropna()) == {7, 9}
     # plain pandas reads the directory too, ignoring temporaries and "_" files
-    (tmp_path / "cells" / ".0000.ab12.tmp").write_bytes(b"half a file")
+    (tmp_path / "cells" / ".tmp-1-2-abcd-ab12").write_bytes(b"half a file")
     (tmp_path / "cells" / "_notes.parquet").write_bytes(b"not parquet")
     plain = pd.read_parquet(tmp_path / "cells")
     assert sorted(plain["id"]) == ["0000", "1111", "2222"]
     assert sorted(load(tmp_path)[0]["id"]) == ["0000", "1111", "2222"]
+    store.compact()
+    again, _ = load(tmp_path)
+    assert again.set_index("id")["k"].fillna(-1).to_dict() == {"0000": 7, "1111": -1, "2222": 9}
 
 
 def test_failed_cell_is_a_row_with_the_error(tmp_path):
     cell, row, trace, meta = _computed({"topology": "hypercube", "n": 12, "d": 2, "steps": 5})
     assert row["status"] == "failed" and trace is None
     assert "power of 2" in row["error"] and "\n" not in row["error"]
-    Store(tmp_path).write(cell.id, cell.params, row, trace, meta)
+    Store(tmp_path).write([(cell.id, cell.params, row, trace, meta)])
     cells, traces = load(tmp_path)
     assert cells.loc[0, "status"] == "failed" and np.isnan(cells.loc[0, "loss_nodes"])
     assert traces.empty and list(traces.columns) == TRACE_SCHEMA.names
+    assert "Traceback" in Store(tmp_path).provenance(cell.id)["traceback"]
 
 
 def test_interrupted_write_leaves_no_file(tmp_path, monkeypatch):
@@ -112,22 +142,64 @@ def test_interrupted_write_leaves_no_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pq, "write_table", broken)
     with pytest.raises(OSError):
-        store.write(cell.id, cell.params, row, trace, meta)
+        store.write([(cell.id, cell.params, row, trace, meta)])
     assert list((tmp_path / "cells").iterdir()) == [] == list((tmp_path / "traces").iterdir())
 
 
-def _forge_claim(store, cell_id, **info):
-    with store.fs.open(store.path("claims", cell_id), "wb") as f:
-        f.write(json.dumps(info).encode())
+def test_a_kill_between_traces_and_cells_loses_the_part_only(tmp_path, monkeypatch):
+    """Traces written, cells not: the part's cells are not finished, their trace rows are
+    not read; the clean-up removes them once their writer is dead, not before."""
+    store = Store(tmp_path)
+    (kept,) = _results([SMALL])
+    store.write([kept])
+    real = Store._put
+
+    def traces_only(self, sub, name, table):
+        if sub == "cells":
+            raise KeyboardInterrupt
+        real(self, sub, name, table)
+
+    monkeypatch.setattr(Store, "_put", traces_only)
+    with pytest.raises(KeyboardInterrupt):
+        store.write(_results([{**SMALL, "seed": 9}]))
+    monkeypatch.undo()
+    assert len(_visible(tmp_path / "traces")) == 2 and len(_visible(tmp_path / "cells")) == 1
+    cells, traces = load(tmp_path)
+    assert list(cells.id) == [kept[0]] and set(traces.id) == {kept[0]}
+    assert Store(tmp_path).clean() == 0  # its writer (this process) lives: kept
+    orphan = [n for n in _visible(tmp_path / "traces") if n not in _visible(tmp_path / "cells")]
+    path = tmp_path / "traces" / orphan[0]
+    table = pq.read_table(path)
+    dead = {"pid": _dead_pid(), "host": socket.gethostname(), "pid_start": "1"}
+    pq.write_table(table.replace_schema_metadata({"fastgt": json.dumps({"writer": dead})}), path)
+    assert Store(tmp_path).clean() == 1 and not path.exists()
+
+
+def _dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+def _forge_claim(store, token, ids, **info):
+    with store.fs.open(f"{store.root}/claims/{token}", "wb") as f:
+        f.write(json.dumps({**info, "ids": ids, "state": "running"}).encode())
 
 
 @pytest.mark.parametrize("where", ["local", "memory"])
-def test_claims_are_exclusive(tmp_path, where):
+def test_claims_are_exclusive_per_cell(tmp_path, where):
     out = tmp_path if where == "local" else f"memory://claims-{uuid.uuid4().hex}"
     a, b = Store(out), Store(out)
-    assert a.claim("c1") and not b.claim("c1") and not a.claim("c1")
-    a.release("c1")
-    assert b.claim("c1")
+    ta, got = a.claim(["c1", "c2"])
+    assert got == ["c1", "c2"]
+    tb, got = b.claim(["c2", "c3"])
+    assert got == ["c3"]
+    assert a.claim(["c1"]) == (None, [])
+    assert b.claims()[ta]["ids"] == ["c1", "c2"] and b.claims()[tb]["state"] == "running"
+    a.narrow(ta, ["c1"])
+    assert b.claim(["c2"])[1] == ["c2"]
+    a.release(ta)
+    assert b.claim(["c1"])[1] == ["c1"]
     b.release_all()
     assert a.claims() == {}
 
@@ -135,35 +207,35 @@ def test_claims_are_exclusive(tmp_path, where):
 def test_stale_claims_are_retaken_live_ones_are_not(tmp_path):
     store = Store(tmp_path)
     host = socket.gethostname()
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
-    dead = int(done.stdout)
-    _forge_claim(store, "dead", pid=dead, host=host, pid_start="123")
-    _forge_claim(store, "away", pid=dead, host=host + "-elsewhere", pid_start="123")
-    _forge_claim(store, "empty")
+    dead = _dead_pid()
+    _forge_claim(store, "dead", ["d1", "d2"], pid=dead, host=host, pid_start="123")
+    _forge_claim(store, "away", ["a1"], pid=dead, host=host + "-elsewhere", pid_start="123")
+    (tmp_path / "claims" / "empty").write_bytes(b"")
     with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as live:
         try:
-            _forge_claim(store, "live", pid=live.pid, host=host, pid_start=process_start(live.pid))
-            _forge_claim(store, "reused", pid=live.pid, host=host, pid_start="1")
-            assert not store.claim("live")
-            assert store.claim("reused")  # same pid, other start time: pid was reused
+            _forge_claim(store, "live", ["l1"], pid=live.pid, host=host,
+                         pid_start=process_start(live.pid))
+            _forge_claim(store, "reused", ["r1"], pid=live.pid, host=host, pid_start="1")
+            assert store.claim(["l1", "r1"])[1] == ["r1"]  # same pid, other start: reused
         finally:
             live.kill()
     live.wait()
-    assert store.claim("dead") and store.claim("empty") and store.claim("live")
-    assert not store.claim("away")  # another host's claim is never judged from here
-    assert json.loads((tmp_path / "claims" / "dead").read_text())["pid"] == store.me["pid"]
+    assert store.claim(["d1", "d2", "empty", "l1"])[1] == ["d1", "d2", "empty", "l1"]
+    assert store.claim(["a1"]) == (None, [])  # another host's claim is never judged from here
+    assert set(store.claims()) == {"away", *store.held}
 
 
 def test_stale_temporaries_are_removed(tmp_path):
     store = Store(tmp_path)
-    orphan = tmp_path / "cells" / ".aaaa.0123.tmp"
-    busy = tmp_path / "traces" / ".bbbb.4567.tmp"
-    orphan.write_bytes(b"x")
-    busy.write_bytes(b"x")
-    assert store.claim("bbbb")
-    assert store.remove_stale_temporaries() == 1
-    assert not orphan.exists() and busy.exists()
+    tag = storage._host_tag(socket.gethostname())
+    orphan = tmp_path / "cells" / f".tmp-{_dead_pid()}-1-{tag}-0123"
+    mine = tmp_path / "traces" / f".tmp-{store.me['pid']}-{store.me['pid_start']}-{tag}-4567"
+    away = tmp_path / "traces" / f".tmp-{_dead_pid()}-1-00000000-89ab"
+    first_layout = tmp_path / "cells" / ".aaaa.0123.tmp"
+    for path in (orphan, mine, away, first_layout):
+        path.write_bytes(b"x")
+    assert store.clean() == 2
+    assert not orphan.exists() and not first_layout.exists() and mine.exists() and away.exists()
 
 
 def test_integer_parameters_read_back_as_integers(tmp_path):
@@ -174,7 +246,7 @@ def test_integer_parameters_read_back_as_integers(tmp_path):
     for params in ({"topology": "torus", "rows": 3, "cols": 4},
                    {"topology": "erdos_renyi", "n": 10, "prob": 0.5, "graph_seed": big}):
         cell = make_cell(params)
-        store.write(cell.id, cell.params, {"status": "ok"}, None, {})
+        store.write([(cell.id, cell.params, {"status": "ok"}, None, {})])
     cells, _ = load(str(tmp_path), traces=False)
     cells = cells.set_index("topology")
     for col in ("rows", "cols", "graph_seed", "n", "steps", "seed"):
@@ -187,10 +259,167 @@ def test_loading_and_analysis_import_no_numba(tmp_path):
     """fastgt.load, fastgt.analysis, plots and report work without numba (nothing compiles)."""
     store = Store(str(tmp_path))
     cell = make_cell({"topology": "ring", "n": 8})
-    store.write(cell.id, cell.params, {"status": "ok", "loss_nodes": 1.0}, None, {})
+    store.write([(cell.id, cell.params, {"status": "ok", "loss_nodes": 1.0}, None, {})])
     code = ("import sys, fastgt, fastgt.analysis, fastgt.analysis.plots, fastgt.paper.report\n"
             f"cells, _ = fastgt.load({str(tmp_path)!r}, traces=False)\n"
             "fastgt.analysis.aggregate(cells, values=['loss_nodes'])\n"
             "print(len(cells), 'numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["1", "False"], out.stdout + out.stderr
+
+
+# --------------------------------------------------------------------------- written twice
+
+
+def _rewritten(tmp_path):
+    """Six cells, then two of them written again with other results (as --force does)."""
+    store = Store(tmp_path)
+    first = _results([{**SMALL, "seed": s} for s in range(6)])
+    store.write(first[:3])
+    store.write(first[3:])
+    again = [(i, p, {**r, "status": "failed", "loss_nodes": -1.0}, None, m)
+             for i, p, r, _, m in first[1:5:3]]  # cells 1 and 4
+    store.write(again)
+    return store, first, {again[0][0], again[1][0]}
+
+
+def test_the_newest_row_of_a_cell_written_twice_wins(tmp_path):
+    store, first, redone = _rewritten(tmp_path)
+    cells, traces = load(tmp_path)
+    assert sorted(cells.id) == sorted(r[0] for r in first)  # each once
+    assert set(cells[cells.status == "failed"].id) == redone
+    assert (cells.set_index("id").loc[list(redone), "loss_nodes"] == -1.0).all()
+    assert set(traces.id) == {r[0] for r in first} - redone  # the new rows have no trace
+    ok, _ = load(tmp_path, where={"status": "ok"}, traces=False)  # the old rows said ok
+    assert not set(ok.id) & redone and len(ok) == 4
+    assert len(pd.read_parquet(tmp_path / "cells")) == 8  # plain pandas: until compacted
+    assert store.compact() == (3, 1)
+    assert len(pd.read_parquet(tmp_path / "cells")) == 6
+    assert len(pd.read_parquet(tmp_path / "traces")) == 4 * 4
+    after, after_traces = load(tmp_path)
+    pd.testing.assert_frame_equal(after.sort_values("id").reset_index(drop=True),
+                                  cells.sort_values("id").reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        after_traces.sort_values(["id", "step"]).reset_index(drop=True),
+        traces.sort_values(["id", "step"]).reset_index(drop=True))
+    assert store.compact() == (1, 1)  # nothing left to do
+
+
+@pytest.mark.parametrize("stop_after", [1, 2, 3])
+def test_a_kill_during_compaction_loses_and_duplicates_nothing(tmp_path, monkeypatch, stop_after):
+    """Killed after the outputs were written and some inputs deleted: every cell reads
+    exactly once, with its newest row and its own trace; the next compaction finishes."""
+    store, _, _ = _rewritten(tmp_path)
+    cells, traces = load(tmp_path)
+    real, calls = Store._rm, []
+
+    def dying(self, path):
+        calls.append(path)
+        if len(calls) > stop_after:
+            raise KeyboardInterrupt
+        return real(self, path)
+
+    monkeypatch.setattr(Store, "_rm", dying)
+    with pytest.raises(KeyboardInterrupt):
+        store.compact()
+    monkeypatch.undo()
+
+    def same(a, b, keys):
+        pd.testing.assert_frame_equal(a.sort_values(keys).reset_index(drop=True),
+                                      b.sort_values(keys).reset_index(drop=True))
+
+    mid_cells, mid_traces = load(tmp_path)
+    same(mid_cells, cells, ["id"])
+    same(mid_traces, traces, ["id", "step"])
+    Store(tmp_path).compact()
+    end_cells, end_traces = load(tmp_path)
+    same(end_cells, cells, ["id"])
+    same(end_traces, traces, ["id", "step"])
+    assert len(_visible(tmp_path / "cells")) == 1 == len(_visible(tmp_path / "traces"))
+
+
+# --------------------------------------------------------------------------- filtered loads
+
+
+def test_filtered_loads_are_the_rows_of_a_full_load_and_a_pandas_filter(tmp_path):
+    store = Store(tmp_path)
+    plist = [{**SMALL, "seed": s, "stepsize": g} for s in range(4) for g in (0.01, 0.02)]
+    results = _results(plist)
+    store.write(results[:5])
+    store.write(results[5:])
+    cells, traces = load(tmp_path)
+    picks = [({"seed": 2}, cells.seed == 2),
+             ({"seed": [0, 3], "stepsize": 0.02}, cells.seed.isin([0, 3]) & (cells.stepsize == 0.02)),
+             (pc.field("loss_nodes") < cells.loss_nodes.median(),
+              cells.loss_nodes < cells.loss_nodes.median())]
+    for where, mask in picks:
+        got, got_traces = load(tmp_path, where=where)
+        want = cells[mask]
+        pd.testing.assert_frame_equal(got.sort_values("id").reset_index(drop=True),
+                                      want.sort_values("id").reset_index(drop=True))
+        want_traces = traces[traces.id.isin(want.id)]
+        pd.testing.assert_frame_equal(
+            got_traces.sort_values(["id", "step"]).reset_index(drop=True),
+            want_traces.sort_values(["id", "step"]).reset_index(drop=True))
+    few, few_traces = load(tmp_path, columns=["seed", "loss_avg"], where={"seed": 1},
+                           traces=["id", "step", "loss_avg"])
+    assert list(few.columns) == ["seed", "loss_avg"] and len(few) == 2
+    assert list(few_traces.columns) == ["id", "step", "loss_avg"] and len(few_traces) == 8
+    for bad in ({"sede": 1}, "seed == 1"):
+        with pytest.raises(fastgt.FastGTError, match="sede|where="):
+            load(tmp_path, where=bad)
+
+
+# --------------------------------------------------------------------------- first layout
+
+
+def _first_layout(tmp_path, results):
+    """A sweep directory as fastgt wrote it before parts: a file per cell and trace, named
+    by the cell id, the provenance in each file's footer, claims per cell."""
+    for sub in ("cells", "traces", "claims"):
+        (tmp_path / sub).mkdir(parents=True, exist_ok=True)
+    for cid, params, row, trace, meta in results:
+        footer = {"fastgt": json.dumps({**meta, "params": params})}
+        if trace is not None:
+            t = storage._trace_table([(cid, params, row, trace, meta)])
+            pq.write_table(t.replace_schema_metadata(footer),
+                           tmp_path / "traces" / f"{cid}.parquet")
+        c = storage._table(storage._columns([{"id": cid, **params, **row}]), 1, CELL_SCHEMA)
+        c = c.drop_columns(["provenance"]).replace_schema_metadata(footer)
+        pq.write_table(c, tmp_path / "cells" / f"{cid}.parquet")
+
+
+def test_first_layout_directories_load_resume_and_compact(tmp_path):
+    results = _results([{**SMALL, "seed": s} for s in range(3)])
+    _first_layout(tmp_path, results[:2])
+    store = Store(tmp_path)
+    assert store.ids() == {results[0][0], results[1][0]}
+    assert store.provenance(results[0][0])["params"] == results[0][1]
+    cells, traces = load(tmp_path)
+    assert len(cells) == 2 and len(traces) == 8
+    store.write(results[2:])  # resumed: the missing cell as a part beside the old files
+    store.write([(results[0][0], results[0][1], {**results[0][2], "status": "failed"}, None,
+                  results[0][4])])  # and one old cell replaced
+    cells, traces = load(tmp_path)
+    assert sorted(cells.id) == sorted(r[0] for r in results)
+    assert cells.set_index("id").loc[results[0][0], "status"] == "failed"
+    assert set(traces.id) == {results[1][0], results[2][0]}
+    assert store.compact() == (4, 1)
+    after, after_traces = load(tmp_path)
+    assert sorted(after.id) == sorted(cells.id) and len(after_traces) == 8
+    assert store.provenance(results[1][0])["params"] == results[1][1]  # footer -> column
+
+
+def test_status_reads_without_numba_or_pandas(tmp_path):
+    """``fastgt status`` starts light: no numba, no pandas, no pyarrow.dataset (which
+    imports pandas); ``fastgt compact`` says what it did."""
+    _rewritten(tmp_path)
+    compacted = CliRunner().invoke(compact_cmd, [str(tmp_path)])
+    assert compacted.exit_code == 0 and "3 cell files -> 1" in compacted.output
+    code = ("import sys\nfrom fastgt.cli import main\n"
+            f"sys.argv = ['fastgt', 'status', {str(tmp_path)!r}]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code\n"
+            "print(sorted(m for m in ('numba', 'pandas', 'pyarrow._dataset') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[-1] == "[]", out.stdout + out.stderr
+    assert "done      4 (ok 4, diverged 0)\nfailed    2" in out.stdout

@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 import fastgt
+from fastgt.cli.results import status as status_cmd
 from fastgt.cli.sweep import grid as grid_cmd
-from fastgt.cli.sweep import status as status_cmd
 from fastgt.sweep.executors import LocalBackend
 from fastgt.sweep.grid import load_spec, make_cell
 from fastgt.sweep.storage import load
@@ -62,6 +62,23 @@ def _files(out, sub):
     return sorted(os.listdir(out / sub))
 
 
+def _visible(out, sub):
+    return [n for n in _files(out, sub) if not n.startswith(".")]
+
+
+def _done(out) -> set:
+    """Ids of the cells finished in DIR (their rows written)."""
+    if not (out / "cells").exists():
+        return set()
+    return fastgt.sweep.storage.Store(out, create=False).ids()
+
+
+def _started(out, cell_id) -> float:
+    """When the sweep that computed the cell started."""
+    store = fastgt.sweep.storage.Store(out, create=False)
+    return store.provenance(cell_id)["sweep"]["started"]
+
+
 def _all_readable(out):
     for sub in ("cells", "traces"):
         for name in _files(out, sub):
@@ -94,11 +111,13 @@ def test_failed_and_diverged_cells_are_recorded_and_resumed(tmp_path):
     res = CliRunner().invoke(grid_cmd, [*args, "--workers", "1", "--retry-failed"])
     assert res.exit_code == 3 and _summary(res.output)["failed"] == 1, res.output
     assert _summary(res.output)["skipped"] == 3
-    before = {i: os.stat(out / "cells" / f"{i}.parquet").st_mtime_ns for i in cells.id}
+    before = {i: _started(out, i) for i in cells.id}
     res = CliRunner().invoke(grid_cmd, [*args, "--workers", "1", "--force"])
     assert _summary(res.output)["ok"] == 2 and res.exit_code == 3
-    after = {i: os.stat(out / "cells" / f"{i}.parquet").st_mtime_ns for i in cells.id}
-    assert all(after[i] > before[i] for i in before)
+    assert all(_started(out, i) > before[i] for i in before)
+    again, _ = load(out)
+    assert sorted(again.id) == sorted(cells.id)  # replaced, each cell once
+    assert len(_visible(out, "cells")) == 1 == len(_visible(out, "traces"))  # compacted
 
 
 def test_a_disconnected_random_graph_fails_its_cell_only(tmp_path):
@@ -120,18 +139,19 @@ def test_a_disconnected_random_graph_fails_its_cell_only(tmp_path):
 
 
 def _start(spec, out, workers, **kw):
-    """A sweep in the background, one cell per task (--max-batch 1) so that cells finish
-    one at a time and a kill lands between them."""
+    """A sweep in the background, one cell per task (--max-batch 1), each written as it
+    finishes (--flush-seconds 0), so that cells finish one at a time and a kill lands
+    between them."""
     return subprocess.Popen([*CLI, "grid", str(spec), "--out", str(out), "--workers",
-                             str(workers), "--max-batch", "1", "--quiet"], stdout=subprocess.PIPE,
+                             str(workers), "--max-batch", "1", "--flush-seconds", "0",
+                             "--quiet"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
 
 
 def _wait_for_files(out, count, proc, timeout=120):
     t0 = time.time()
     while time.time() - t0 < timeout:
-        if (out / "cells").exists() and sum(not n.startswith(".")
-                                            for n in _files(out, "cells")) >= count:
+        if len(_done(out)) >= count:
             return
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
@@ -156,9 +176,9 @@ def test_sigkill_loses_only_cells_in_flight_and_rerun_completes(tmp_path):
     proc.wait()
     time.sleep(0.2)  # orphaned workers die with their process group
     _all_readable(out)
-    first = {n[:-8] for n in _files(out, "cells") if not n.startswith(".")}
+    first = _done(out)
     assert 4 <= len(first) < 12
-    mtimes = {i: os.stat(out / "cells" / f"{i}.parquet").st_mtime_ns for i in first}
+    started = {i: _started(out, i) for i in first}
 
     rerun = subprocess.run([*CLI, "grid", str(spec), "--out", str(out), "--workers", "2",
                             "--quiet"], capture_output=True, text=True, timeout=300, check=False)
@@ -166,10 +186,11 @@ def test_sigkill_loses_only_cells_in_flight_and_rerun_completes(tmp_path):
     s = _summary(rerun.stdout)
     assert s["skipped"] == len(first) and s["ok"] == 12 - len(first) and s["busy"] == 0
     ids = {c.id for c in load_spec(spec).cells()}
-    for sub in ("cells", "traces"):
-        assert _files(out, sub) == sorted(f"{i}.parquet" for i in ids)  # no temporaries left
-    assert _files(out, "claims") == [] or _files(out, "claims") == [".lock"]
-    assert all(os.stat(out / "cells" / f"{i}.parquet").st_mtime_ns == t for i, t in mtimes.items())
+    for sub in ("cells", "traces"):  # compacted into one pair, no temporaries left
+        assert len(_files(out, sub)) == 1 and _files(out, sub)[0].startswith("part-")
+    assert _visible(out, "claims") == []
+    assert all(_started(out, i) == t for i, t in started.items())  # not computed again
+    assert len(pd.read_parquet(out / "cells")) == 12  # each cell once, for pandas too
     cells, traces = load(out)
     assert sorted(cells.id) == sorted(ids) and (cells.status == "ok").all()
     assert len(traces) == 12 * 21
@@ -184,13 +205,13 @@ from fastgt.sweep.executors import run_sweep
 from fastgt.sweep.grid import load_spec
 
 run_sweep(load_spec(sys.argv[1]).cells(), sys.argv[2], workers=2, progress=False,
-          task_seconds=float(sys.argv[3]))
+          task_seconds=float(sys.argv[3]), flush_seconds=0)
 """
 
 
 def test_sigkill_of_batched_cells_loses_at_most_one_bounded_task_per_worker(tmp_path):
-    """40 batchable cells of ~0.2 s (default max_batch 16) with tasks bounded to 0.5 s of
-    estimated work: they go a few to a task (not 16 at once), reach the disk task by task,
+    """40 batchable cells of ~0.2 s (default max_batch 64) with tasks bounded to 0.5 s of
+    estimated work: they go a few to a task (not 20, a worker's share, at once), reach the disk task by task,
     and a SIGKILL loses at most one task per worker (running), the task being written and
     one queued task."""
     steps = 40_000
@@ -205,7 +226,6 @@ def test_sigkill_of_batched_cells_loses_at_most_one_bounded_task_per_worker(tmp_
     _all_readable(out)
     store = fastgt.sweep.storage.Store(out, create=False)
     done = store.ids()
-    assert store.ids("traces") >= done  # a cell file means a finished cell
     batches = [store.provenance(i)["batch"] for i in done]
     assert 1 <= max(batches) < 16  # bounded by time, not by max_batch
     cells, traces = load(out)
@@ -215,13 +235,14 @@ def test_sigkill_of_batched_cells_loses_at_most_one_bounded_task_per_worker(tmp_
 
     first = load_spec(spec).cells()[0].params
     cap = max(1, int(0.5 // estimate(first)), int(0.5 // cells["wall_time"].min()))
-    lost = {k: v["state"] for k, v in store.claims().items() if k not in done}
+    lost = {i: v["state"] for v in store.claims().values() for i in v["ids"] if i not in done}
     running = sum(state == "running" for state in lost.values())
     # lost: a running task per worker, the task whose results were being written when the
     # kill came (its successor was already marked running), and the queued task
     assert cap < 16 and running <= 3 * cap and len(lost) - running <= cap, (cap, lost)
-    # a kill between a cell's trace and its row leaves a trace without a row: not finished
-    assert len(cells) == len(done) < 40 and (traces["id"].isin(done).sum() == 21 * len(done))
+    # a kill between a part's traces and its cells leaves traces without cells: not read
+    assert len(cells) == len(done) < 40 and len(traces) == 21 * len(done)
+    assert set(traces["id"]) == done
     _assert_equal_to_direct(cells, traces, min(done), steps)
 
 
@@ -231,13 +252,13 @@ def test_ctrl_c_stops_cleanly(tmp_path):
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in err
-    assert _files(out, "claims") == []
-    assert not [n for sub in ("cells", "traces") for n in _files(out, sub) if n.startswith(".")]
+    assert _visible(out, "claims") == []
+    assert not [n for sub in ("cells", "traces") for n in _files(out, sub) if n.startswith(".t")]
     _all_readable(out)
     # the workers are gone: nothing is written after the driver exited
-    n = len(_files(out, "cells"))
+    n = len(_done(out))
     time.sleep(1.5)
-    assert len(_files(out, "cells")) == n < 40
+    assert len(_done(out)) == n < 40
 
 
 def test_concurrent_sweeps_never_compute_a_cell_twice(tmp_path):
@@ -252,9 +273,9 @@ def test_concurrent_sweeps_never_compute_a_cell_twice(tmp_path):
     for s in sums:
         assert s["ok"] + s["skipped"] + s["busy"] == 10
     ids = {c.id for c in load_spec(spec).cells()}
-    assert _files(out, "cells") == sorted(f"{i}.parquet" for i in ids)
+    assert len(pd.read_parquet(out / "cells")) == 10  # no row twice, even before a load
     cells, traces = load(out)
-    assert len(cells) == 10 and len(traces) == 10 * 21
+    assert set(cells.id) == ids and len(cells) == 10 and len(traces) == 10 * 21
     _assert_equal_to_direct(cells, traces, min(ids), STEPS // 2)
 
 
@@ -285,7 +306,7 @@ def test_a_dying_worker_is_recorded_and_the_pool_replaced():
         assert trace is None
         params = make_cell({"topology": "ring", "n": 12, "d": 2, "steps": 20}).params
         [(row, trace, _)] = backend.result(backend.submit([params], 1), 1)
-        assert row["status"] == "ok" and len(trace) == 2
+        assert row["status"] == "ok" and len(trace["step"]) == 2
     finally:
         backend.close()
 
@@ -351,13 +372,13 @@ class _OneSlot:
     def __init__(self, out):
         self.out, self.tasks, self.states, self.status = out, [], [], []
 
-    def submit(self, plist, threads):
+    def submit(self, plist, threads, optimum_dir):
         self.tasks.append(plist)
         return len(self.tasks) - 1
 
     def wait_any(self, futures):
         claims = fastgt.sweep.storage.Store(self.out, create=False).claims()
-        self.states.append({k: v["state"] for k, v in claims.items()})
+        self.states.append({tuple(v["ids"]): v["state"] for v in claims.values()})
         self.status.append(CliRunner().invoke(status_cmd, [self.out]).output)
         return [futures[0]]
 
@@ -380,9 +401,10 @@ def test_claims_and_status_tell_queued_from_running_cells(tmp_path, monkeypatch)
                        '[[grid]]\nseed = [0, 1, 2]\n').cells()
     backend = _OneSlot(str(tmp_path))
     monkeypatch.setattr(executors, "make_backend", lambda *args: backend)
-    report = executors.run_sweep(cells, str(tmp_path), progress=False, max_batch=1)
+    report = executors.run_sweep(cells, str(tmp_path), progress=False, max_batch=1,
+                                 flush_seconds=0)
     assert report.status["ok"] == 3
-    a, b, c = (cell.id for cell in cells)
+    a, b, c = ((cell.id,) for cell in cells)
     assert backend.states == [{a: "running", b: "queued"}, {b: "running", c: "queued"},
                               {c: "running"}]
     for out, (running, queued) in zip(backend.status, [(1, 1), (1, 1), (1, 0)]):

@@ -1,4 +1,5 @@
-"""Command line: ``fastgt topo | run | warmup | ...``. Bad input exits 2 with one line."""
+"""Commands ``fastgt topo | run | table3 | report | warmup`` (the group: group.py). Bad input
+exits 2 with one line."""
 
 from __future__ import annotations
 
@@ -13,27 +14,18 @@ from ..outputs import check_dir, check_file, write_file
 from ..paper.table3 import TABLE3_NS
 from ..topology.spectrum import METHODS
 from .common import (
-    EXIT_CODES,
     TOPOLOGY_CHOICE,
-    ResultError,
     flat_params,
     json_line,
     param_option,
     scope_options,
     topo_options,
     topo_params,
-    user_errors,
 )
+from .exits import ResultError, user_errors
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
-             epilog=EXIT_CODES)
-@click.version_option(package_name="fastgt")
-def main():
-    """fastgt: fast simulation of Gradient Tracking and D-SGD over sparse graphs."""
-
-
-@main.command(help=f"""Spectrum of topology NAME: lambda2, lambda_n, delta, p, c, p_eff (the
+@click.command("topo", help=f"""Spectrum of topology NAME: lambda2, lambda_n, delta, p, c, p_eff (the
 per-step contraction over a period of a time-varying topology; p for a static one).
 
 NAME is one of {", ".join(TOPOLOGY_CHOICE.choices)}.
@@ -69,7 +61,7 @@ def topo(name, vectors, method, as_json, **kw):
         click.echo(f"{k:>12}  {v}")
 
 
-@main.command("run")
+@click.command("run")
 @param_option("topology", default="ring")
 @topo_options
 @scope_options("run", skip=("topology",))
@@ -157,7 +149,7 @@ def _stable_hint(W, algorithm: str, prob) -> str:
         return "; try a smaller --stepsize"
 
 
-@main.command("table3")
+@click.command("table3")
 @click.option("--ns", default=",".join(map(str, TABLE3_NS)),
               help="comma-separated node counts (perfect squares: the torus is square)")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output (records)")
@@ -177,7 +169,7 @@ def table3_cmd(ns, as_json):
     click.echo(df.to_json(orient="records", double_precision=15) if as_json else to_markdown(df))
 
 
-@main.command("report")
+@click.command("report")
 @click.argument("directory", metavar="DIR")
 @click.option("--out", "-o", default=None,
               help="directory for the figures and slopes.md (created if missing) [default: DIR]")
@@ -205,7 +197,7 @@ def report_cmd(directory, out, metric, include_transient):
     click.echo(f"wrote {len(files)} files to {target}")
 
 
-@main.command()
+@click.command("warmup")
 def warmup():
     """Compile (or load from the cache) every kernel now, once per machine (each problem
     family: the quadratics, the problems with data)."""
@@ -216,13 +208,4 @@ def warmup():
         do_warmup(verbose=True, kernels=kernels)
 
 
-
-def _add_commands():
-    from .sweep import COMMANDS as sweep
-    from .theory import COMMANDS as theory
-
-    for cmd in (*sweep, *theory):
-        main.add_command(cmd)
-
-
-_add_commands()
+COMMANDS = [topo, run_cmd, table3_cmd, report_cmd, warmup]

@@ -60,11 +60,13 @@ LOADS = {
     "read_parquet cells": "pd.read_parquet(D + '/cells')",
 }
 #: the first layout's fastgt.load has no filter: a full load and a pandas filter
-OLD_FILTER = ("c, t = fastgt.load(D); c = c[c.seed < 10]; t = t[t.id.isin(c.id)]")
+OLD_FILTER = "c, tr = fastgt.load(D); c = c[c.seed < 10]; tr = tr[tr.id.isin(c.id)]"
 
 
 def _env(src: str | None) -> dict:
-    env = dict(os.environ, NUMBA_NUM_THREADS="1")
+    # PYTHONSAFEPATH: ``python -c`` would put the working directory (a checkout, maybe)
+    # before PYTHONPATH
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", PYTHONSAFEPATH="1")
     if src:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
     return env

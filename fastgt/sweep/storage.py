@@ -456,11 +456,13 @@ class Store:
         Claims of dead processes on this host are stale: deleted and their cells free."""
         token = secrets.token_hex(8)
         with self._lock("claims"):
-            taken = [i for i in ids if i not in self._claimed_elsewhere(token)]
+            held = self._claimed_elsewhere(token)
+            taken = [i for i in ids if i not in held]
             if taken:
                 self._write_claim(token, taken, state)
         if taken and not self.local:
-            taken = [i for i in taken if i not in self._claimed_elsewhere(token)]
+            held = self._claimed_elsewhere(token)
+            taken = [i for i in taken if i not in held]
             if taken:
                 self._write_claim(token, taken, state)
             else:

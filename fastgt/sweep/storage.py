@@ -74,8 +74,9 @@ TRACE_SCHEMA = pa.schema([pa.field("id", pa.string()), *_PARAM_FIELDS,
 META_KEY = "fastgt"
 SUBDIRS = ("cells", "traces", "claims")
 PART = "part-"
-#: rows per row group of a compacted file: filters skip groups by their statistics
-ROW_GROUP = 65536
+#: rows per row group: filters skip groups by their statistics (small groups for the cell
+#: rows, which carry long provenance strings: a filter on 10^5 cells reads 0.02 s, not 0.13)
+ROW_GROUP = {"cells": 16384, "traces": 65536}
 #: a directory of at most this many files is read file by file when unfiltered
 FEW_FILES = 256
 #: trace rows per compacted file (bounds the memory of a compaction)
@@ -209,7 +210,7 @@ class Store:
     def _put(self, sub: str, name: str, table: pa.Table) -> None:
         table = table.replace_schema_metadata({META_KEY: json.dumps({"writer": self.me})})
         self._replace(f"{self.root}/{sub}/{name}.parquet",
-                      lambda f: pq.write_table(table, f, row_group_size=ROW_GROUP, **_WRITE))
+                      lambda f: pq.write_table(table, f, row_group_size=ROW_GROUP[sub], **_WRITE))
 
     def _temporary(self, folder: str) -> str:
         """A temporary's name: its writer (pid, start, host) in it, for the clean-up."""
@@ -733,5 +734,8 @@ def load(out, traces=True, columns=None, where=None) -> tuple:
     if traces is False:
         return cells, None
     tcols = None if traces is True else list(traces)
-    ids = table["id"].to_pylist()
-    return cells, store.read("traces", tcols, pc.field("id").isin(ids))
+    if isinstance(where, dict) and set(where) <= {"id", *PARAMS}:
+        twhere = where  # a cell's parameters are on its trace rows too: pushed down alike
+    else:
+        twhere = pc.field("id").isin(table["id"].to_pylist())
+    return cells, store.read("traces", tcols, twhere)

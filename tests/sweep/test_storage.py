@@ -423,3 +423,21 @@ def test_status_reads_without_numba_or_pandas(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines()[-1] == "[]", out.stdout + out.stderr
     assert "done      4 (ok 4, diverged 0)\nfailed    2" in out.stdout
+
+
+def test_a_sweep_resumes_a_first_layout_directory(tmp_path):
+    """A sweep on a directory of the first layout computes only the missing cells, then
+    compacts the old files with its own; every row is that of a direct run."""
+    from fastgt.sweep.executors import run_sweep
+
+    plist = [{**SMALL, "seed": s} for s in range(3)]
+    results = _results(plist)
+    _first_layout(tmp_path, results[:2])
+    report = run_sweep([make_cell(p) for p in plist], str(tmp_path), workers=1, progress=False)
+    assert report.status["ok"] == 1 and report.skipped == 2
+    cells, traces = load(tmp_path)
+    assert sorted(cells.id) == sorted(r[0] for r in results) and len(traces) == 12
+    (part,) = _visible(tmp_path / "cells")  # the old files compacted with the new one
+    assert part.startswith("part-")
+    for cid, _, row, _, _ in results:
+        assert cells.set_index("id").loc[cid, "loss_nodes"] == row["loss_nodes"]

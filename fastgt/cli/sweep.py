@@ -151,27 +151,31 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
     if curves:
         if x is not None:
             check_choice("x", x, plots.TRACE_AXES)  # before reading the traces
-        fig = plots.curves(_filter(store.read("traces"), where), y=y, hue=hue,
+        fig = plots.curves(_read(store, "traces", where), y=y, hue=hue,
                            logx=bool(logx), logy=logy, sweep=directory, x=x or "step")
     else:
-        fig = plots.summary(_filter(store.read("cells"), where), x=x, y=y, hue=hue,
+        fig = plots.summary(_read(store, "cells", where), x=x, y=y, hue=hue,
                             logx=logx, logy=logy, sweep=directory)
     fmt = os.path.splitext(out)[1].lower().lstrip(".")
     write_file("--out", out, lambda name: fig.savefig(name, format=fmt, bbox_inches="tight"))
     click.echo(f"figure written to {out}")
 
 
-def _filter(df, where):
+def _read(store, sub: str, where):
+    """DIR/<sub>'s rows matching every KEY=VALUE of --where (pushed down to the files)."""
     from ..errors import bad
     from ..sweep.grid import literal
 
+    conds: dict = {}
     for cond in where:
         key, eq, val = cond.partition("=")
         if not eq:
             raise bad("--where", cond, "KEY=VALUE")
-        if key not in df.columns:
-            raise FastGTError(f"--where {key!r} is not a column: allowed {', '.join(df.columns)}")
-        df = df[df[key] == literal(val)]
+        value = literal(val)
+        if conds.get(key, value) != value:  # two values of one key: nothing matches both
+            raise FastGTError(f"no results to plot (where {' '.join(where)})")
+        conds[key] = value
+    df = store.read(sub, where=conds or None)
     if df.empty:
         raise FastGTError(f"no results to plot (where {' '.join(where) or 'anything'})")
     return df

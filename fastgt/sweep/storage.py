@@ -632,7 +632,7 @@ def _newest(table: pa.Table, stem: str, latest: dict) -> pa.Table:
 def _check_columns(columns, schema: pa.Schema, sub: str) -> None:
     missing = [c for c in columns or () if c not in schema.names]
     if missing:
-        raise FastGTError(f"column {missing[0]!r} is not in {sub}: allowed "
+        raise FastGTError(f"{missing[0]!r} is not a column of {sub}: allowed "
                           f"{', '.join(schema.names)}")
 
 
@@ -651,10 +651,21 @@ def _expression(where, schema: pa.Schema, sub: str):
     _check_columns(list(where), schema, sub)
     expr = None
     for k, v in where.items():
-        term = (pc.field(k).isin(list(v)) if isinstance(v, list | tuple | set | np.ndarray)
-                else pc.field(k) == v)
+        typ = schema.field(k).type
+        term = (pc.field(k).isin([_scalar(k, x, typ) for x in v])
+                if isinstance(v, list | tuple | set | np.ndarray)
+                else pc.field(k) == _scalar(k, v, typ))
         expr = term if expr is None else expr & term
     return expr
+
+
+def _scalar(column: str, value, typ: pa.DataType) -> pa.Scalar:
+    """``value`` as a scalar of the column's type, or a one-line error."""
+    try:
+        return pa.scalar(value).cast(typ)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        raise FastGTError(f"where {column}={value!r} is invalid: allowed a value of type "
+                          f"{typ} (the column's)") from None
 
 
 def _with_provenance(table: pa.Table, path: str, fs) -> pa.Table:

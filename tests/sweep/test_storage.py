@@ -365,8 +365,8 @@ def test_filtered_loads_are_the_rows_of_a_full_load_and_a_pandas_filter(tmp_path
                            traces=["id", "step", "loss_avg"])
     assert list(few.columns) == ["seed", "loss_avg"] and len(few) == 2
     assert list(few_traces.columns) == ["id", "step", "loss_avg"] and len(few_traces) == 8
-    for bad in ({"sede": 1}, "seed == 1"):
-        with pytest.raises(fastgt.FastGTError, match="sede|where="):
+    for bad in ({"sede": 1}, "seed == 1", {"seed": "one"}):
+        with pytest.raises(fastgt.FastGTError, match="sede|where=|where seed='one'"):
             load(tmp_path, where=bad)
 
 

@@ -39,38 +39,27 @@ import secrets
 import socket
 import time
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import FastGTError
-from ..metrics import METRICS, PROBLEM_COLUMNS
 from ..params import PARAMS
 from ..procs import process_start
-from ..theory import THEORY_COLUMNS
+from .tables import (
+    CELL_SCHEMA,
+    TRACE_SCHEMA,
+    check_columns,
+    columns_of,
+    declared_table,
+    expression,
+    newest,
+    select,
+    to_pandas,
+    trace_table,
+    unified,
+)
 
-_ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
-_PARAM_FIELDS = [pa.field(k, _ARROW[p.kind]) for k, p in PARAMS.items()]
-_F64 = pa.float64()
-
-#: declared columns of DIR/cells (extra columns of a file are appended)
-CELL_SCHEMA = pa.schema(
-    [pa.field("id", pa.string()), pa.field("status", pa.string()), *_PARAM_FIELDS]
-    + [pa.field(k, _F64) for k in ("lambda2", "lambda_n", "p", "c", "p_eff")]
-    + [pa.field(k, _F64) for k in PROBLEM_COLUMNS]
-    + [pa.field(m, _F64) for m in METRICS]
-    + [pa.field(f"final_{m}", _F64) for m in METRICS]
-    + [pa.field(k, _F64) for k in THEORY_COLUMNS]
-    + [pa.field("diverged_step", pa.int64()), pa.field("steps_done", pa.int64()),
-       pa.field("wall_time", _F64), pa.field("loop_time", _F64), pa.field("steps_per_s", _F64),
-       pa.field("threads", pa.int64()), pa.field("error", pa.string()),
-       pa.field("provenance", pa.string())])
-#: declared columns of DIR/traces
-TRACE_SCHEMA = pa.schema([pa.field("id", pa.string()), *_PARAM_FIELDS,
-                          pa.field("step", pa.int64()), pa.field("comm_rounds", pa.int64()),
-                          pa.field("grad_evals", pa.int64()),
-                          *[pa.field(m, _F64) for m in METRICS]])
 META_KEY = "fastgt"
 SUBDIRS = ("cells", "traces", "claims")
 PART = "part-"
@@ -197,13 +186,13 @@ class Store:
         if not results:
             return None
         name = f"{PART}{time.time_ns():019d}-{secrets.token_hex(4)}"
-        traces = _trace_table(results)
+        traces = trace_table(results)
         if traces is not None:
             self._put("traces", name, traces)
         rows = [{"id": cid, **params, **row,
                  "provenance": json.dumps({**meta, "params": params}, default=str)}
                 for cid, params, row, _, meta in results]
-        self._put("cells", name, _table(_columns(rows), len(rows), CELL_SCHEMA))
+        self._put("cells", name, declared_table(columns_of(rows), len(rows), CELL_SCHEMA))
         self._ids[name] = [r[0] for r in results]
         return name
 
@@ -319,7 +308,7 @@ class Store:
         dropped), the newest row of a cell written twice. ``columns``: those to read;
         ``where``: a filter pushed down to the files, {column: value or list of values}
         or a pyarrow.compute expression."""
-        return _pandas(self.table(sub, columns, where))
+        return to_pandas(self.table(sub, columns, where))
 
     def table(self, sub: str = "cells", columns=None, where=None) -> pa.Table:
         """``read``'s rows as a pyarrow Table. Without a filter, a directory of few files is
@@ -328,7 +317,7 @@ class Store:
         files = self.files(sub)
         declared = CELL_SCHEMA if sub == "cells" else TRACE_SCHEMA
         if not files:
-            return _select(declared.empty_table(), columns, sub)
+            return select(declared.empty_table(), columns, sub)
         index = self.index()
         latest = self.latest(index)
         clean = (sum(map(len, index.values())) == len(latest)
@@ -340,16 +329,16 @@ class Store:
 
         frags = list(pads.dataset(list(files.values()), filesystem=self.fs,
                                   format="parquet").get_fragments())
-        schema = _unified([declared] + [f.physical_schema for f in frags])
-        _check_columns(cols, schema, sub)
-        expr = _expression(where, schema, sub)
+        schema = unified([declared] + [f.physical_schema for f in frags])
+        check_columns(cols, schema, sub)
+        expr = expression(where, schema, sub)
         if clean:
             return pads.dataset(list(files.values()), schema=schema, filesystem=self.fs,
                                 format="parquet").to_table(columns=cols, filter=expr)
         # a cell in two files, or traces without their cells: keep the rows of each
         # cell's newest file
         need = None if cols is None else list(dict.fromkeys([*cols, "id"]))
-        parts = [_newest(f.to_table(schema=schema, columns=need, filter=expr), _stem(f.path),
+        parts = [newest(f.to_table(schema=schema, columns=need, filter=expr), _stem(f.path),
                          latest) for f in frags]
         out = pa.concat_tables(parts)
         return out if cols is None else out.select(cols)
@@ -366,9 +355,9 @@ class Store:
                     c for c in dict.fromkeys([*cols, "id"]) if c in have.names]
                 t = pf.read(columns=need)
             schemas.append(have)
-            tables.append(t if latest is None else _newest(t, stem, latest))
-        schema = _unified([declared, *schemas])
-        _check_columns(cols, schema, sub)
+            tables.append(t if latest is None else newest(t, stem, latest))
+        schema = unified([declared, *schemas])
+        check_columns(cols, schema, sub)
         if cols is not None:
             schema = pa.schema([schema.field(c) for c in cols])
         out = pa.concat_tables([t.replace_schema_metadata(None) for t in tables],
@@ -432,7 +421,7 @@ class Store:
                     continue
                 with self.fs.open(files[stem], "rb") as f:
                     t = pq.ParquetFile(f).read()
-                t = _newest(t, stem, latest).replace_schema_metadata(None)
+                t = newest(t, stem, latest).replace_schema_metadata(None)
                 if sub == "cells" and not stem.startswith(PART):  # first layout: footer
                     t = _with_provenance(t, files[stem], self.fs)
                 tables.append(t)
@@ -565,109 +554,6 @@ class Store:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _pandas(table: pa.Table):
-    """A table as a DataFrame, integer columns as pandas' nullable Int64: a parameter that
-    only some cells have (rows, graph_seed, ...) would otherwise come back as float64, and
-    seeds beyond 2^53 would lose digits on the way. (pandas imported here only: status
-    and compact read without it.)"""
-    import pandas as pd
-
-    return table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
-
-
-def _columns(rows: list[dict]) -> dict:
-    names = dict.fromkeys(k for r in rows for k in r)
-    return {k: [r.get(k) for r in rows] for k in names}
-
-
-def _table(cols: dict, nrows: int, declared: pa.Schema) -> pa.Table:
-    """Declared columns in order (missing ones null), then any extra columns."""
-    arrays, fields = [], []
-    for f in declared:
-        vals = cols.get(f.name)
-        if vals is None:
-            arrays.append(pa.nulls(nrows, f.type))
-        else:
-            arrays.append(vals.cast(f.type) if isinstance(vals, pa.Array)
-                          else pa.array(vals, type=f.type))
-        fields.append(f)
-    for name in sorted(set(cols) - set(declared.names)):
-        arr = cols[name] if isinstance(cols[name], pa.Array) else pa.array(cols[name])
-        arrays.append(arr)
-        fields.append(pa.field(name, arr.type))
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-
-
-def _trace_table(results: list) -> pa.Table | None:
-    """The trace rows of finished cells: each cell's id and parameters repeated on its
-    rows (taken from one array per parameter, not built row by row)."""
-    traced = [(cid, params, trace) for cid, params, _, trace, _ in results
-              if trace is not None and len(trace["step"])]
-    if not traced:
-        return None
-    counts = np.array([len(t["step"]) for _, _, t in traced])
-    take = pa.array(np.repeat(np.arange(len(traced)), counts))
-    per_cell = _columns([{"id": cid, **params} for cid, params, _ in traced])
-    cols = {k: _array(k, v, TRACE_SCHEMA).take(take) for k, v in per_cell.items()}
-    for c in traced[0][2]:
-        cols[c] = np.concatenate([np.asarray(t[c]) for _, _, t in traced])
-    return _table(cols, int(counts.sum()), TRACE_SCHEMA)
-
-
-def _array(name: str, values: list, declared: pa.Schema) -> pa.Array:
-    i = declared.get_field_index(name)
-    return pa.array(values, type=declared.field(i).type if i >= 0 else None)
-
-
-def _unified(schemas: list) -> pa.Schema:
-    return pa.unify_schemas(schemas, promote_options="permissive").remove_metadata()
-
-
-def _newest(table: pa.Table, stem: str, latest: dict) -> pa.Table:
-    """The rows of ``table`` (read from file ``stem``) whose cell's newest file it is."""
-    keep = [latest.get(i) == stem for i in table["id"].to_pylist()]
-    return table.filter(pa.array(keep, type=pa.bool_()))
-
-
-def _check_columns(columns, schema: pa.Schema, sub: str) -> None:
-    missing = [c for c in columns or () if c not in schema.names]
-    if missing:
-        raise FastGTError(f"{missing[0]!r} is not a column of {sub}: allowed "
-                          f"{', '.join(schema.names)}")
-
-
-def _select(table: pa.Table, columns, sub: str) -> pa.Table:
-    _check_columns(columns, table.schema, sub)
-    return table if columns is None else table.select(list(columns))
-
-
-def _expression(where, schema: pa.Schema, sub: str):
-    """A filter: None, a pyarrow.compute.Expression, or {column: value | list of values}."""
-    if where is None or isinstance(where, pc.Expression):
-        return where
-    if not isinstance(where, dict):
-        raise FastGTError(f"where={where!r} is invalid: allowed a dict {{column: value or "
-                          "list of values}} or a pyarrow.compute expression")
-    _check_columns(list(where), schema, sub)
-    expr = None
-    for k, v in where.items():
-        typ = schema.field(k).type
-        term = (pc.field(k).isin([_scalar(k, x, typ) for x in v])
-                if isinstance(v, list | tuple | set | np.ndarray)
-                else pc.field(k) == _scalar(k, v, typ))
-        expr = term if expr is None else expr & term
-    return expr
-
-
-def _scalar(column: str, value, typ: pa.DataType) -> pa.Scalar:
-    """``value`` as a scalar of the column's type, or a one-line error."""
-    try:
-        return pa.scalar(value).cast(typ)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        raise FastGTError(f"where {column}={value!r} is invalid: allowed a value of type "
-                          f"{typ} (the column's)") from None
-
-
 def _with_provenance(table: pa.Table, path: str, fs) -> pa.Table:
     """A first-layout cell table with its footer's provenance as the provenance column."""
     with fs.open(path, "rb") as f:
@@ -741,7 +627,7 @@ def load(out, traces=True, columns=None, where=None) -> tuple:
     need = None if columns is None else list(dict.fromkeys(["id", *columns]))
     table = store.table("cells", need, where)
     cells = table.select(list(columns)) if columns is not None else table
-    cells = _pandas(cells)
+    cells = to_pandas(cells)
     if traces is False:
         return cells, None
     tcols = None if traces is True else list(traces)

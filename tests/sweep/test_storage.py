@@ -19,7 +19,7 @@ from click.testing import CliRunner
 import fastgt
 from fastgt.cli.results import compact as compact_cmd
 from fastgt.procs import process_start
-from fastgt.sweep import storage
+from fastgt.sweep import storage, tables
 from fastgt.sweep.cellrun import run_cell, run_cells
 from fastgt.sweep.grid import make_cell
 from fastgt.sweep.storage import CELL_SCHEMA, TRACE_SCHEMA, Store, load
@@ -381,10 +381,10 @@ def _first_layout(tmp_path, results):
     for cid, params, row, trace, meta in results:
         footer = {"fastgt": json.dumps({**meta, "params": params})}
         if trace is not None:
-            t = storage._trace_table([(cid, params, row, trace, meta)])
+            t = tables.trace_table([(cid, params, row, trace, meta)])
             pq.write_table(t.replace_schema_metadata(footer),
                            tmp_path / "traces" / f"{cid}.parquet")
-        c = storage._table(storage._columns([{"id": cid, **params, **row}]), 1, CELL_SCHEMA)
+        c = tables.declared_table(tables.columns_of([{"id": cid, **params, **row}]), 1, CELL_SCHEMA)
         c = c.drop_columns(["provenance"]).replace_schema_metadata(footer)
         pq.write_table(c, tmp_path / "cells" / f"{cid}.parquet")
 

@@ -1,0 +1,138 @@
+"""Arrow tables of a sweep's results: the declared schemas of cells and traces, building
+them from finished cells, unifying and filtering them (no file access here: storage.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import FastGTError
+from ..metrics import METRICS, PROBLEM_COLUMNS
+from ..params import PARAMS
+from ..theory import THEORY_COLUMNS
+
+_ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
+_PARAM_FIELDS = [pa.field(k, _ARROW[p.kind]) for k, p in PARAMS.items()]
+_F64 = pa.float64()
+
+#: declared columns of DIR/cells (extra columns of a file are appended)
+CELL_SCHEMA = pa.schema(
+    [pa.field("id", pa.string()), pa.field("status", pa.string()), *_PARAM_FIELDS]
+    + [pa.field(k, _F64) for k in ("lambda2", "lambda_n", "p", "c", "p_eff")]
+    + [pa.field(k, _F64) for k in PROBLEM_COLUMNS]
+    + [pa.field(m, _F64) for m in METRICS]
+    + [pa.field(f"final_{m}", _F64) for m in METRICS]
+    + [pa.field(k, _F64) for k in THEORY_COLUMNS]
+    + [pa.field("diverged_step", pa.int64()), pa.field("steps_done", pa.int64()),
+       pa.field("wall_time", _F64), pa.field("loop_time", _F64), pa.field("steps_per_s", _F64),
+       pa.field("threads", pa.int64()), pa.field("error", pa.string()),
+       pa.field("provenance", pa.string())])
+#: declared columns of DIR/traces
+TRACE_SCHEMA = pa.schema([pa.field("id", pa.string()), *_PARAM_FIELDS,
+                          pa.field("step", pa.int64()), pa.field("comm_rounds", pa.int64()),
+                          pa.field("grad_evals", pa.int64()),
+                          *[pa.field(m, _F64) for m in METRICS]])
+
+
+def to_pandas(table: pa.Table):
+    """A table as a DataFrame, integer columns as pandas' nullable Int64: a parameter that
+    only some cells have (rows, graph_seed, ...) would otherwise come back as float64, and
+    seeds beyond 2^53 would lose digits on the way. (pandas imported here only: status
+    and compact read without it.)"""
+    import pandas as pd
+
+    return table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+
+
+def columns_of(rows: list[dict]) -> dict:
+    names = dict.fromkeys(k for r in rows for k in r)
+    return {k: [r.get(k) for r in rows] for k in names}
+
+
+def declared_table(cols: dict, nrows: int, declared: pa.Schema) -> pa.Table:
+    """Declared columns in order (missing ones null), then any extra columns."""
+    arrays, fields = [], []
+    for f in declared:
+        vals = cols.get(f.name)
+        if vals is None:
+            arrays.append(pa.nulls(nrows, f.type))
+        else:
+            arrays.append(vals.cast(f.type) if isinstance(vals, pa.Array)
+                          else pa.array(vals, type=f.type))
+        fields.append(f)
+    for name in sorted(set(cols) - set(declared.names)):
+        arr = cols[name] if isinstance(cols[name], pa.Array) else pa.array(cols[name])
+        arrays.append(arr)
+        fields.append(pa.field(name, arr.type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def trace_table(results: list) -> pa.Table | None:
+    """The trace rows of finished cells: each cell's id and parameters repeated on its
+    rows (taken from one array per parameter, not built row by row)."""
+    traced = [(cid, params, trace) for cid, params, _, trace, _ in results
+              if trace is not None and len(trace["step"])]
+    if not traced:
+        return None
+    counts = np.array([len(t["step"]) for _, _, t in traced])
+    take = pa.array(np.repeat(np.arange(len(traced)), counts))
+    per_cell = columns_of([{"id": cid, **params} for cid, params, _ in traced])
+    cols = {k: _array(k, v, TRACE_SCHEMA).take(take) for k, v in per_cell.items()}
+    for c in traced[0][2]:
+        cols[c] = np.concatenate([np.asarray(t[c]) for _, _, t in traced])
+    return declared_table(cols, int(counts.sum()), TRACE_SCHEMA)
+
+
+def _array(name: str, values: list, declared: pa.Schema) -> pa.Array:
+    i = declared.get_field_index(name)
+    return pa.array(values, type=declared.field(i).type if i >= 0 else None)
+
+
+def unified(schemas: list) -> pa.Schema:
+    return pa.unify_schemas(schemas, promote_options="permissive").remove_metadata()
+
+
+def newest(table: pa.Table, stem: str, latest: dict) -> pa.Table:
+    """The rows of ``table`` (read from file ``stem``) whose cell's newest file it is."""
+    keep = [latest.get(i) == stem for i in table["id"].to_pylist()]
+    return table.filter(pa.array(keep, type=pa.bool_()))
+
+
+def check_columns(columns, schema: pa.Schema, sub: str) -> None:
+    missing = [c for c in columns or () if c not in schema.names]
+    if missing:
+        raise FastGTError(f"{missing[0]!r} is not a column of {sub}: allowed "
+                          f"{', '.join(schema.names)}")
+
+
+def select(table: pa.Table, columns, sub: str) -> pa.Table:
+    check_columns(columns, table.schema, sub)
+    return table if columns is None else table.select(list(columns))
+
+
+def expression(where, schema: pa.Schema, sub: str):
+    """A filter: None, a pyarrow.compute.Expression, or {column: value | list of values}."""
+    if where is None or isinstance(where, pc.Expression):
+        return where
+    if not isinstance(where, dict):
+        raise FastGTError(f"where={where!r} is invalid: allowed a dict {{column: value or "
+                          "list of values}} or a pyarrow.compute expression")
+    check_columns(list(where), schema, sub)
+    expr = None
+    for k, v in where.items():
+        typ = schema.field(k).type
+        term = (pc.field(k).isin([_scalar(k, x, typ) for x in v])
+                if isinstance(v, list | tuple | set | np.ndarray)
+                else pc.field(k) == _scalar(k, v, typ))
+        expr = term if expr is None else expr & term
+    return expr
+
+
+def _scalar(column: str, value, typ: pa.DataType) -> pa.Scalar:
+    """``value`` as a scalar of the column's type, or a one-line error."""
+    try:
+        return pa.scalar(value).cast(typ)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        raise FastGTError(f"where {column}={value!r} is invalid: allowed a value of type "
+                          f"{typ} (the column's)") from None

@@ -33,14 +33,14 @@ from ..data import read_file, split_rows, synthetic
 from ..errors import FastGTError, check_choice, check_float, check_int
 from ..kernels.oracles import ProblemKernels, noise_at
 from ..kernels.rng import uniform_index
-from ..kernels.rounding import fma, prefetch_row
+from ..kernels.rounding import fma, prefetch_row, prefetch_span
 from . import optimum_cache
 from .base import Problem
 
 LOSSES = {"squared": 0, "logistic": 1}
 REGULARIZERS = {"l2": 0, "nonconvex": 1}
-#: rows of a dense gradient prefetched ahead of the one being summed (measured: 1 -> 4
-#: halves the cost of out-of-cache rows, bench/bench_ml.py)
+#: rows of a gradient prefetched ahead of the one being summed (measured: 1 -> 4 halves
+#: the cost of out-of-cache dense rows, bench/bench_ml.py; sparse rows: values and indices)
 AHEAD = 4
 #: rows of f's evaluation per chunk: chunk x rows doubles at most
 _CHUNK = 1 << 22
@@ -83,6 +83,16 @@ def sample_index(key, j, m, batch):
 
 
 @njit(**INLINE_FLAGS)
+def prefetch_sample(data, s):
+    """Start loading row s: its dense values, or its CSR values and column indices."""
+    if data.sparse:
+        prefetch_span(data.values, data.indptr[s], data.indptr[s + 1])
+        prefetch_span(data.indices, data.indptr[s], data.indptr[s + 1])
+    else:
+        prefetch_row(data.A, s)
+
+
+@njit(**INLINE_FLAGS)
 def grad_row(co, node, X, r, G, q):
     """The family's hook (kernels/oracles.py): G[q] = R'(X[r]) + (1/B) sum over node i's B
     drawn rows s of loss'(a_s^T X[r], y_s) a_s, plus the additive noise."""
@@ -98,13 +108,12 @@ def grad_row(co, node, X, r, G, q):
             x = X[r, k]
             h = 1.0 + x * x
             G[q, k] = data.reg * 2.0 * x / (h * h)
-    if not data.sparse:  # random rows: their loads overlap, AHEAD samples in flight
-        for j in range(min(AHEAD, drawn)):
-            prefetch_row(data.A, lo + sample_index(node.key, j, m, data.batch))
+    for j in range(min(AHEAD, drawn)):  # random rows: their loads overlap, AHEAD in flight
+        prefetch_sample(data, lo + sample_index(node.key, j, m, data.batch))
     for j in range(drawn):
         s = lo + sample_index(node.key, j, m, data.batch)
-        if not data.sparse and j + AHEAD < drawn:
-            prefetch_row(data.A, lo + sample_index(node.key, j + AHEAD, m, data.batch))
+        if j + AHEAD < drawn:
+            prefetch_sample(data, lo + sample_index(node.key, j + AHEAD, m, data.batch))
         if data.sparse:
             z = 0.0
             for p in range(data.indptr[s], data.indptr[s + 1]):

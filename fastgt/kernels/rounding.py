@@ -41,6 +41,21 @@ def mul(typingctx, a, b):
     return F64(F64, F64), codegen
 
 
+def _prefetch_lines(context, builder, ptr, nbytes) -> None:
+    """llvm.prefetch (read, high locality) of every 64-byte line of ``nbytes`` bytes from
+    the element pointer ``ptr``."""
+    i8p = ir.IntType(8).as_pointer()
+    i32 = ir.IntType(32)
+    fn = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+        "llvm.prefetch.p0i8")
+    base = builder.bitcast(ptr, i8p)
+    step = context.get_constant(types.intp, 64)
+    with cgutils.for_range_slice(builder, context.get_constant(types.intp, 0), nbytes,
+                                 step) as (off, _):
+        builder.call(fn, [builder.gep(base, [off]), i32(0), i32(3), i32(1)])
+
+
 @intrinsic
 def prefetch_row(typingctx, arr, row):
     """Hint the CPU to load row ``row`` of the 2-d C-contiguous ``arr`` into the caches
@@ -49,20 +64,14 @@ def prefetch_row(typingctx, arr, row):
         return None
 
     def codegen(context, builder, sig, args):
-        aryty, ary_v = sig.args[0], args[0]
-        ary = context.make_array(aryty)(context, builder, ary_v)
-        zero = context.get_constant(types.intp, 0)
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
         r = context.cast(builder, args[1], sig.args[1], types.intp)
+        zero = context.get_constant(types.intp, 0)
         ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [r, zero])
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0i8")
-        base = builder.bitcast(ptr, i8p)
         shape = cgutils.unpack_tuple(builder, ary.shape, 2)
-        nbytes = builder.mul(shape[1], context.get_constant(types.intp, 8))
-        with cgutils.for_range_slice(builder, zero, nbytes, context.get_constant(types.intp, 64)) as (off, _):
-            builder.call(fn, [builder.gep(base, [off]), i32(0), i32(3), i32(1)])
+        _prefetch_lines(context, builder, ptr,
+                        builder.mul(shape[1], context.get_constant(types.intp, 8)))
         return context.get_dummy_value()
 
     return types.void(arr, row), codegen
@@ -78,22 +87,14 @@ def prefetch_span(typingctx, arr, lo, hi):
         return None
 
     def codegen(context, builder, sig, args):
-        aryty, ary_v = sig.args[0], args[0]
-        ary = context.make_array(aryty)(context, builder, ary_v)
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
         start = context.cast(builder, args[1], sig.args[1], types.intp)
         stop = context.cast(builder, args[2], sig.args[2], types.intp)
         ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [start])
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0i8")
-        base = builder.bitcast(ptr, i8p)
         itemsize = context.get_constant(types.intp, context.get_abi_sizeof(
             context.get_data_type(aryty.dtype)))
-        nbytes = builder.mul(builder.sub(stop, start), itemsize)
-        with cgutils.for_range_slice(builder, context.get_constant(types.intp, 0), nbytes,
-                                     context.get_constant(types.intp, 64)) as (off, _):
-            builder.call(fn, [builder.gep(base, [off]), i32(0), i32(3), i32(1)])
+        _prefetch_lines(context, builder, ptr, builder.mul(builder.sub(stop, start), itemsize))
         return context.get_dummy_value()
 
     return types.void(arr, lo, hi), codegen

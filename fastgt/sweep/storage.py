@@ -181,8 +181,9 @@ class Store:
 
     def write(self, results: list) -> str | None:
         """Write finished cells as one part: ``results`` = [(id, params, row, trace, meta)]
-        (trace: {column: array} or a DataFrame, or None; meta: the cell's provenance); traces first, then cells,
-        each atomically. Returns the part's name (None if ``results`` is empty)."""
+        (trace: {column: array} or a DataFrame, or None; meta: the cell's provenance);
+        traces first, then cells, each atomically. Returns the part's name (None if
+        ``results`` is empty)."""
         if not results:
             return None
         name = f"{PART}{time.time_ns():019d}-{secrets.token_hex(4)}"
@@ -198,8 +199,8 @@ class Store:
 
     def _put(self, sub: str, name: str, table: pa.Table) -> None:
         table = table.replace_schema_metadata({META_KEY: json.dumps({"writer": self.me})})
-        self._replace(f"{self.root}/{sub}/{name}.parquet",
-                      lambda f: pq.write_table(table, f, row_group_size=ROW_GROUP[sub], **_WRITE))
+        self._replace(f"{self.root}/{sub}/{name}.parquet", lambda f: pq.write_table(
+            table, f, row_group_size=ROW_GROUP[sub], **_WRITE))
 
     def _temporary(self, folder: str) -> str:
         """A temporary's name: its writer (pid, start, host) in it, for the clean-up."""

@@ -57,3 +57,5 @@ THEORY_METRICS = tuple(m.name for m in DECLARED if m.theory)
 #: values of the problem instance in a cell's row (Problem.columns: the problems with data;
 #: NaN for the others): f* and the heterogeneity zeta2 = (1/n) sum_i ||grad f_i(x*)||^2
 PROBLEM_COLUMNS = ("fstar", "zeta2")
+#: a trace's x axes: the step, and the costs so far per node (engine.cost_counts)
+TRACE_AXES = ("step", "comm_rounds", "grad_evals")

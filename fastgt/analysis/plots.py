@@ -11,6 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..errors import FastGTError, check_choice
+from ..metrics import TRACE_AXES
 from .figtext import RUN_KEYS, declutter_ticks, describe_run, error_bars
 from .stats import aggregate, parameter_columns
 
@@ -73,7 +74,6 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
 
 
 #: what a trace can be drawn against: steps, or the costs counted per node
-TRACE_AXES = ("step", "comm_rounds", "grad_evals")
 
 
 def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,

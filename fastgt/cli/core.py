@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import FastGTError, WriteFailed
-from ..metrics import METRICS, THEORY_METRICS
+from ..metrics import METRICS, THEORY_METRICS, TRACE_AXES
 from ..outputs import check_dir, check_file, write_file
 from ..paper.table3 import TABLE3_NS
 from ..topology.spectrum import METHODS
@@ -178,8 +178,11 @@ def table3_cmd(ns, as_json):
               help="the metric whose plateaus are plotted and fitted")
 @click.option("--include-transient", is_flag=True,
               help="fit cells whose plateau was not stationary too (drawn hollow either way)")
+@click.option("--curves", type=click.Choice(TRACE_AXES), default=None,
+              help="also draw each figure's traces of --metric against this axis: steps, "
+                   "communication rounds or gradient evaluations so far, per node")
 @user_errors
-def report_cmd(directory, out, metric, include_transient):
+def report_cmd(directory, out, metric, include_transient, curves):
     """The paper's figures and slope table of the sweep DIR, or of each sweep under DIR
     (reported apart: file names start with the sweep's name).
 
@@ -190,7 +193,8 @@ def report_cmd(directory, out, metric, include_transient):
     target = out or directory
     check_dir("--out", target)
     try:
-        _, files = report(directory, out, metric, include_transient=include_transient)
+        _, files = report(directory, out, metric, include_transient=include_transient,
+                          curves=curves)
     except OSError as err:
         raise WriteFailed(f"--out {target!r} could not be written: {err.strerror or err}") from None
     click.echo((Path(target) / "slopes.md").read_text())

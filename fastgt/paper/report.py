@@ -37,7 +37,8 @@ from ..analysis.stats import (
     parameter_columns,
     plateau_checks,
 )
-from ..errors import FastGTError
+from ..errors import FastGTError, check_choice
+from ..metrics import TRACE_AXES
 
 #: x axes: name -> (label, function of p and c)
 AXES = {
@@ -73,16 +74,18 @@ def sweep_dirs(path) -> list[Path]:
     return dirs
 
 
-def load_sweep(directory, metric: str = "consensus") -> pd.DataFrame:
-    """The ok cells of one sweep directory with the plateau checks of ``metric``
-    (fastgt.analysis.plateau_checks: ``transient``, ``reason``, ...)."""
+def load_sweep(directory, metric: str = "consensus", x: str = "step"
+               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(cells, traces) of one sweep directory: its ok cells with the plateau checks of
+    ``metric`` (fastgt.analysis.plateau_checks: ``transient``, ``reason``, ...), and the
+    traces' id, step, ``x`` and ``metric``."""
     from ..sweep.storage import Store
 
     store = Store(str(directory), create=False)
     cells = store.read("cells")
     cells = cells[cells["status"] == "ok"].reset_index(drop=True)
-    traces = store.read("traces", columns=["id", "step", metric])
-    return cells.join(plateau_checks(cells, traces, metric), on="id")
+    traces = store.read("traces", columns=list(dict.fromkeys(["id", "step", x, metric])))
+    return cells.join(plateau_checks(cells, traces, metric), on="id"), traces
 
 
 def theory_line(group: pd.DataFrame, param: str, metric: str, points: int = 40) -> pd.DataFrame:
@@ -133,14 +136,21 @@ def _groups(ok: pd.DataFrame):
                 yield family, param, key, varying, group
 
 
-def report(path, out=None, metric: str = "consensus", include_transient: bool = False
-           ) -> tuple[pd.DataFrame, list[Path]]:
+def report(path, out=None, metric: str = "consensus", include_transient: bool = False,
+           curves: str | None = None) -> tuple[pd.DataFrame, list[Path]]:
     """Figures (PNG and PDF) and slopes.md for the paper sweeps under ``path``.
 
     Every sweep directory is reported on its own; when ``path`` holds several, file names
     start with the sweep's name. include_transient: fit the points of cells whose plateau
-    was not stationary too (drawn hollow either way). Returns (slope table, written files).
+    was not stationary too (drawn hollow either way). curves: also draw, per figure, every
+    trace of ``metric`` against "step", "comm_rounds" or "grad_evals" (the costs so far,
+    per node), coloured by the swept parameter (files ``..._vs_<curves>.{png,pdf}``).
+    Returns (slope table, written files).
     """
+    from ..analysis.plots import curves as draw_curves
+
+    if curves is not None:
+        check_choice("curves", curves, TRACE_AXES)
     dirs = sweep_dirs(path)
     out = Path(out or path)
     out.mkdir(parents=True, exist_ok=True)
@@ -148,7 +158,8 @@ def report(path, out=None, metric: str = "consensus", include_transient: bool = 
     for directory in dirs:
         sweep = directory.resolve().name
         shown, counts = [], []
-        for family, param, key, varying, group in _groups(load_sweep(directory, metric)):
+        cells, traces = load_sweep(directory, metric, curves or "step")
+        for family, param, key, varying, group in _groups(cells):
             fig, fig_rows, fig_notes, fig_counts = _figure(
                 sweep, directory, family, param, key, varying, group, metric, include_transient)
             rows += fig_rows
@@ -159,9 +170,16 @@ def report(path, out=None, metric: str = "consensus", include_transient: bool = 
             stem = out / "_".join(([sweep] if len(dirs) > 1 else [])
                                   + [f"setup{SETUPS[key['noise']]}", family, key["algorithm"]]
                                   + [f"{k}{key[k]}" for k in varying])
-            for ext in ("png", "pdf"):
-                fig.savefig(f"{stem}.{ext}", dpi=120)
-                files.append(Path(f"{stem}.{ext}"))
+            figures = {stem: fig}
+            if curves is not None:
+                mine = traces[traces["id"].isin(group["id"])].merge(group[["id", param]],
+                                                                      on="id")
+                figures[Path(f"{stem}_vs_{curves}")] = draw_curves(
+                    mine, y=metric, hue=param, sweep=sweep, x=curves)
+            for path_stem, figure in figures.items():
+                for ext in ("png", "pdf"):
+                    figure.savefig(f"{path_stem}.{ext}", dpi=120)
+                    files.append(Path(f"{path_stem}.{ext}"))
         if shown:
             cells = pd.concat(shown)
             runs.append(f"sweep {sweep} ({directory}): {len(cells)} cells of "

@@ -217,3 +217,25 @@ def test_tracking_report_has_no_paper_bound(sweep, reported, tmp_path):
     # tracking error (noise differences between nodes) is not 0, only consensus is
     assert [r[-1].strip() for r in rows] == ["6"] * 4
     assert "## Transient cells (hollow markers, fitted)" in md
+
+
+def test_report_draws_traces_against_a_cost_axis(tmp_path, saved):
+    """``curves=`` adds, beside each figure, every trace of the metric against the chosen
+    axis: a line per cell, its x the cells' recorded comm_rounds (GT with 2 local steps: one
+    round every second step), its y
+    the recorded metric; another axis is a one-line error before anything is drawn."""
+    write_sweep(tmp_path / "sw", SPEC.replace("steps = 1000", "steps = 100")
+                .replace("record_every = 20", "record_every = 10\nlocal_steps = 2"))
+    _, files = report(str(tmp_path / "sw"), str(tmp_path / "out"), curves="comm_rounds")
+    assert [f.name for f in files if "_vs_" in f.name] == [
+        "setupA_interp_ring_gt_vs_comm_rounds.png", "setupA_interp_ring_gt_vs_comm_rounds.pdf"]
+    (fig,) = [f for name, f in pngs(saved) if name.endswith("_vs_comm_rounds.png")]
+    cells, traces = fastgt.load(tmp_path / "sw")
+    lines = fig.axes[0].lines
+    assert len(lines) == len(cells) == 12 and fig.axes[0].get_xlabel() == "comm_rounds"
+    one = traces[traces["id"] == sorted(cells["id"])[0]].sort_values("step")
+    np.testing.assert_array_equal(lines[0].get_xdata(), one["comm_rounds"])
+    np.testing.assert_array_equal(lines[0].get_ydata(), one["consensus"])
+    assert (one["comm_rounds"] == one["step"] // 2).all() and one["step"].max() == 100
+    with pytest.raises(fastgt.FastGTError, match="curves='rounds' is invalid"):
+        report(str(tmp_path / "sw"), str(tmp_path / "out2"), curves="rounds")

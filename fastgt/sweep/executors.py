@@ -318,7 +318,8 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     report = SweepReport(total=len(cells))
     todo, replace = _todo(cells, store, force, retry_failed)
     report.skipped = len(cells) - len(todo)
-    if not todo:
+    if not todo:  # all done before (a killed sweep's rerun: its parts are compacted here)
+        store.compact()
         report.elapsed = time.time() - t0
         return report
     sweep = {"started": t0, "executor": executor, "workers": workers,

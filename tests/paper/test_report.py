@@ -233,7 +233,7 @@ def test_report_draws_traces_against_a_cost_axis(tmp_path, saved):
     cells, traces = fastgt.load(tmp_path / "sw")
     lines = fig.axes[0].lines
     assert len(lines) == len(cells) == 12 and fig.axes[0].get_xlabel() == "comm_rounds"
-    one = traces[traces["id"] == sorted(cells["id"])[0]].sort_values("step")
+    one = traces[traces["id"] == min(cells["id"])].sort_values("step")
     np.testing.assert_array_equal(lines[0].get_xdata(), one["comm_rounds"])
     np.testing.assert_array_equal(lines[0].get_ydata(), one["consensus"])
     assert (one["comm_rounds"] == one["step"] // 2).all() and one["step"].max() == 100

@@ -441,3 +441,18 @@ def test_a_sweep_resumes_a_first_layout_directory(tmp_path):
     assert part.startswith("part-")
     for cid, _, row, _, _ in results:
         assert cells.set_index("id").loc[cid, "loss_nodes"] == row["loss_nodes"]
+
+
+def test_a_rerun_with_nothing_to_do_compacts(tmp_path):
+    """A killed sweep leaves parts; its rerun, finding every cell done, compacts them."""
+    from fastgt.sweep.executors import run_sweep
+
+    plist = [{**SMALL, "seed": s} for s in range(2)]
+    store = Store(tmp_path)
+    for result in _results(plist):
+        store.write([result])
+    assert len(_visible(tmp_path / "cells")) == 2
+    report = run_sweep([make_cell(p) for p in plist], str(tmp_path), progress=False)
+    assert report.skipped == 2 and sum(report.status.values()) == 0
+    assert len(_visible(tmp_path / "cells")) == 1 == len(_visible(tmp_path / "traces"))
+    assert len(load(tmp_path)[0]) == 2

@@ -5,7 +5,7 @@
 #
 # Full: about 3 minutes on 2 cores; --quick: a reduced version (smaller n and d, fewer
 # steps and seeds) in under 2 minutes, used by the test suite. Writes DIR/fig1, DIR/fig2
-# (Parquet, one file per cell; a rerun resumes), the figures of each sweep,
+# (Parquet parts, compacted at the end; a rerun resumes), the figures of each sweep,
 # DIR/fig1_setup{A,B}_interp_ring_gt.{png,pdf} and DIR/fig2_setup{A,B}_ring_gt.{png,pdf},
 # and DIR/slopes.md (both sweeps' slopes, transient cells, points not drawn).
 set -euo pipefail

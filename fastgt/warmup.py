@@ -78,5 +78,5 @@ def ensure_warm(algorithms=("gt",), kernels=QUADRATIC) -> None:
         return
     what = "" if kernels is QUADRATIC else f" for {kernels.family} problems"
     print(f"fastgt: compiling the kernels of {', '.join(cold)}{what} once for this machine "
-          "(about 10-20 s; `fastgt warmup` does it ahead)...", file=sys.stderr, flush=True)
+          "(about 10-30 s; `fastgt warmup` does it ahead)...", file=sys.stderr, flush=True)
     warmup(algorithms=cold, kernels=kernels)

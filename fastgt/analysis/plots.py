@@ -22,10 +22,11 @@ def _figure():
     return fig, fig.add_subplot()
 
 
-def _check_columns(df: pd.DataFrame, *cols) -> None:
-    for c in cols:
+def _check_columns(df: pd.DataFrame, **named) -> None:
+    """Each named argument (x=, y=, hue=) a column of ``df``, or a one-line error naming it."""
+    for name, c in named.items():
         if c is not None and c not in df.columns:
-            raise FastGTError(f"column {c!r} is not in the results: allowed "
+            raise FastGTError(f"{name}={c!r} is not a column of the results: allowed "
                               f"{', '.join(df.columns)}")
 
 
@@ -42,7 +43,7 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
     (named in the title). logx=None: log scale when x > 0 spans a factor 10 or more.
     The title says what was run (``sweep``, the results' directory, when given; n, d,
     steps, stepsize, sigma2) and what the error bars are (the seeds behind each point)."""
-    _check_columns(cells, x, y, hue)
+    _check_columns(cells, x=x, y=y, hue=hue)
     by = [x] + ([hue] if hue else [])
     others = [c for c in parameter_columns(cells)
               if c not in (*by, "seed") and cells[c].nunique(dropna=False) > 1]
@@ -84,7 +85,7 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
     parameters, a legend otherwise). The title says what was run, as summary's does, and
     how many traces are drawn (one per cell: no error bars)."""
     check_choice("x", x, TRACE_AXES)
-    _check_columns(traces, "id", "step", x, y, hue)
+    _check_columns(traces, id="id", step="step", x=x, y=y, hue=hue)
     fig, ax = _figure()
     keys = traces[hue] if hue else pd.Series(0, index=traces.index)
     numeric = hue is not None and pd.api.types.is_numeric_dtype(keys) and keys.nunique() > 1

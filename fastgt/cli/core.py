@@ -188,8 +188,9 @@ def report_cmd(directory, out, metric, include_transient, curves):
 
     Example: scripts/reproduce_paper.sh --quick --out results/quick (runs the sweeps and this)
     """
-    from ..paper.report import report
+    from ..paper.report import report, sweep_dirs
 
+    sweep_dirs(directory)  # DIR judged first: a file given as DIR is not "a bad --out"
     target = out or directory
     check_dir("--out", target)
     try:

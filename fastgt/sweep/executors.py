@@ -70,7 +70,7 @@ class SweepReport:
     def line(self) -> str:
         s = self.status
         computed = sum(s.values())
-        rate = f", {computed / self.elapsed:.0f} cells/s" if computed and self.elapsed > 0 else ""
+        rate = f", {computed / self.elapsed:.3g} cells/s" if computed and self.elapsed > 0 else ""
         return (f"{self.total} cells: {s['ok']} ok, {s['diverged']} diverged, {s['failed']} failed, "
                 f"{self.skipped} skipped (done before), {self.busy} running elsewhere "
                 f"[{self.elapsed:.1f} s{rate}]")

@@ -333,14 +333,18 @@ class Store:
         schema = unified([declared] + [f.physical_schema for f in frags])
         check_columns(cols, schema, sub)
         expr = expression(where, schema, sub)
-        if clean:
-            return pads.dataset(list(files.values()), schema=schema, filesystem=self.fs,
-                                format="parquet").to_table(columns=cols, filter=expr)
-        # a cell in two files, or traces without their cells: keep the rows of each
-        # cell's newest file
-        need = None if cols is None else list(dict.fromkeys([*cols, "id"]))
-        parts = [newest(f.to_table(schema=schema, columns=need, filter=expr), _stem(f.path),
-                         latest) for f in frags]
+        try:
+            if clean:
+                return pads.dataset(list(files.values()), schema=schema, filesystem=self.fs,
+                                    format="parquet").to_table(columns=cols, filter=expr)
+            # a cell in two files, or traces without their cells: keep the rows of each
+            # cell's newest file
+            need = None if cols is None else list(dict.fromkeys([*cols, "id"]))
+            parts = [newest(f.to_table(schema=schema, columns=need, filter=expr),
+                            _stem(f.path), latest) for f in frags]
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise FastGTError(f"where={where} cannot filter {sub}: {first}") from None
         out = pa.concat_tables(parts)
         return out if cols is None else out.select(cols)
 
@@ -604,7 +608,8 @@ def open_sweep(out, param: str = "DIR") -> Store:
     subs = sweeps_under(out)
     if subs:
         names = ", ".join(p.rsplit("/", 1)[-1] for p in subs)
-        raise FastGTError(f"{shown} is not a sweep directory but holds {len(subs)} sweeps: "
+        noun = "sweep" if len(subs) == 1 else "sweeps"
+        raise FastGTError(f"{shown} is not a sweep directory but holds {len(subs)} {noun}: "
                           f"{names} (give one of them, e.g. {subs[0]})")
     raise FastGTError(f"{shown} is a directory without cells/, not a sweep directory: allowed "
                       "a directory made by fastgt grid")
@@ -619,7 +624,7 @@ def load(out, traces=True, columns=None, where=None) -> tuple:
     {column: value or list of values} or a pyarrow.compute expression, pushed down to the
     files (a question about a few cells reads little); traces: True (every column), a list
     of trace columns, or False (None returned). The traces are those of the cells kept."""
-    store = open_sweep(out, "out")
+    store = open_sweep(out, "DIR")
     if where is None:
         cells = store.read("cells", columns)
         if traces is False:

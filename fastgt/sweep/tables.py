@@ -117,7 +117,7 @@ def expression(where, schema: pa.Schema, sub: str):
         return where
     if not isinstance(where, dict):
         raise FastGTError(f"where={where!r} is invalid: allowed a dict {{column: value or "
-                          "list of values}} or a pyarrow.compute expression")
+                          "list of values} or a pyarrow.compute expression")
     check_columns(list(where), schema, sub)
     expr = None
     for k, v in where.items():

@@ -171,7 +171,7 @@ def test_summary_title_says_what_was_run_and_what_the_bars_are(results, tmp_path
 
 
 @pytest.mark.parametrize("args,fragment", [
-    (["--x", "nope"], "column 'nope' is not in the results"),
+    (["--x", "nope"], "x='nope' is not a column of the results"),
     (["--x", "n", "--where", "n=5"], "no results to plot"),
     (["--x", "n", "--where", "size=5"], "'size' is not a column"),
     ([], "allowed a parameter name"),

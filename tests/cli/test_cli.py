@@ -233,7 +233,7 @@ def test_theory_json_says_unstable():
 # ------------------------------------------------------------------- not a sweep directory
 
 @pytest.mark.parametrize("target,fragments", [
-    (lambda s: s.parent, ["not a sweep directory but holds 1 sweeps: one", "/one"]),
+    (lambda s: s.parent, ["not a sweep directory but holds 1 sweep: one", "/one"]),
     (lambda s: s / "cells", ["without cells/"]),
     (lambda s: next((s / "cells").glob("*.parquet")), ["is a file", "result file of the sweep"]),
     (lambda s: s / "nope", ["does not exist"]),
@@ -242,7 +242,7 @@ def test_load_status_plot_say_what_a_non_sweep_is(sweep, target, fragments):
     path = target(sweep)
     with pytest.raises(fastgt.FastGTError) as err:
         fastgt.load(path)
-    assert all(f in str(err.value) for f in fragments) and str(err.value).startswith("out=")
+    assert all(f in str(err.value) for f in fragments) and str(err.value).startswith("DIR=")
     one_error(invoke("status", path), 2, "DIR=", *fragments)
     one_error(invoke("plot", path, "--x", "seed", "-o", sweep.parent / "p.png"), 2, "DIR=",
               *fragments)

@@ -456,3 +456,13 @@ def test_a_rerun_with_nothing_to_do_compacts(tmp_path):
     assert report.skipped == 2 and sum(report.status.values()) == 0
     assert len(_visible(tmp_path / "cells")) == 1 == len(_visible(tmp_path / "traces"))
     assert len(load(tmp_path)[0]) == 2
+
+
+def test_a_filter_that_cannot_apply_is_one_line(tmp_path):
+    """Expressions naming no column, or comparing a column with a value of another type,
+    are one-line FastGTErrors, not Arrow's schema dumps."""
+    Store(tmp_path).write(_results([SMALL]))
+    for where in (pc.field("nosuch") == 0, pc.field("alpha") == "x"):
+        with pytest.raises(fastgt.FastGTError, match="cannot filter cells") as err:
+            load(tmp_path, where=where)
+        assert "\n" not in str(err.value)

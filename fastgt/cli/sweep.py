@@ -126,7 +126,8 @@ def _dry_run(cells, out) -> None:
                    "comm_rounds or grad_evals")
 @click.option("--y", "y", default="loss_nodes", help="metric on the y axis")
 @click.option("--hue", default=None, help="parameter giving the colour")
-@click.option("--where", multiple=True, metavar="KEY=VALUE", help="keep only matching cells")
+@click.option("--where", multiple=True, metavar="KEY=VALUE",
+              help="keep only matching cells (KEY=V1,V2: any of the values); repeatable")
 @click.option("--curves", is_flag=True, help="plot traces (metric vs step) instead of summaries")
 @click.option("--logx/--linx", default=None, help="log x axis [default: log if x > 0 spans 10x]")
 @click.option("--logy/--liny", default=True, help="log y axis")
@@ -162,7 +163,8 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
 
 
 def _read(store, sub: str, where):
-    """DIR/<sub>'s rows matching every KEY=VALUE of --where (pushed down to the files)."""
+    """DIR/<sub>'s rows matching every KEY=VALUE (or KEY=V1,V2: any of them) of --where,
+    pushed down to the files."""
     from ..errors import bad
     from ..sweep.grid import literal
 
@@ -170,11 +172,12 @@ def _read(store, sub: str, where):
     for cond in where:
         key, eq, val = cond.partition("=")
         if not eq:
-            raise bad("--where", cond, "KEY=VALUE")
-        value = literal(val)
-        if conds.get(key, value) != value:  # two values of one key: nothing matches both
+            raise bad("--where", cond, "KEY=VALUE or KEY=V1,V2")
+        values = {literal(v) for v in val.split(",")}
+        conds[key] = conds[key] & values if key in conds else values  # repeated: both hold
+        if not conds[key]:
             raise FastGTError(f"no results to plot (where {' '.join(where)})")
-        conds[key] = value
+    conds = {k: sorted(v, key=str) for k, v in conds.items()}
     df = store.read(sub, where=conds or None)
     if df.empty:
         raise FastGTError(f"no results to plot (where {' '.join(where) or 'anything'})")

@@ -244,3 +244,26 @@ def test_best_over_picks_each_configurations_fastest_complete_stepsize():
     assert best.loc["gt", "stepsize"] == 0.2 and best.loc["gt", "steps_to_mean"] == 32
     assert best.loc["dsgd", "stepsize"] == 0.1 and best.loc["dsgd", "steps_to_mean"] == 85
     assert best.loc["gt", "cells"] == 2 and np.isnan(best.loc["extra", "stepsize"])
+
+
+def test_plot_where_takes_a_list_and_repeats_intersect(results, tmp_path, monkeypatch):
+    """--where n=8,32 keeps both sizes; a repeated key keeps what both allow; what was
+    drawn are exactly the kept cells' seed means."""
+    from matplotlib.figure import Figure
+
+    drawn, save = [], Figure.savefig
+
+    def saving(fig, *args, **kwargs):
+        drawn.append(fig)
+        return save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", saving)
+    for where, sizes in ((["n=8,32"], [8, 32]), (["n=8,32", "n=32,16"], [32])):
+        args = [str(results), "--x", "n", "--hue", "algorithm", "-o", str(tmp_path / "f.png")]
+        res = CliRunner().invoke(plot_cmd, args + [a for w in where for a in ("--where", w)])
+        assert res.exit_code == 0, res.output
+        for container in drawn[-1].axes[0].containers:
+            np.testing.assert_allclose(np.asarray(container.lines[0].get_xdata(), float), sizes)
+    res = CliRunner().invoke(plot_cmd, [str(results), "--x", "n", "--where", "n=8",
+                                        "--where", "n=16", "-o", str(tmp_path / "g.png")])
+    assert res.exit_code == 2 and "no results to plot" in res.output

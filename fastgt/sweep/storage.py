@@ -96,6 +96,11 @@ def _age(stem: str) -> tuple:
     return 0, stem
 
 
+def _twice(index: dict, latest: dict) -> bool:
+    """Whether some cell has rows in two files (written again, not yet compacted)."""
+    return sum(map(len, index.values())) != len(latest)
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -321,8 +326,7 @@ class Store:
             return select(declared.empty_table(), columns, sub)
         index = self.index()
         latest = self.latest(index)
-        clean = (sum(map(len, index.values())) == len(latest)
-                 and (sub == "cells" or set(files) <= set(index)))
+        clean = not _twice(index, latest) and (sub == "cells" or set(files) <= set(index))
         cols = None if columns is None else list(columns)
         if where is None and len(files) <= FEW_FILES:
             return self._by_file(files, declared, cols, None if clean else latest, sub)
@@ -382,19 +386,15 @@ class Store:
         at any point leaves every cell readable exactly once, with its trace;
         another compaction running on DIR (a lock on local disks) makes this one a no-op."""
         with self._lock("compact", wait=False) as got:
-            before = len(self.files("cells"))
-            if not got:
-                return before, before
+            cells_files, trace_files = self.files("cells"), self.files("traces")
+            before = len(cells_files)
             index = self.index()
             latest = self.latest(index)
-            pairs = list(index)
-            first_layout = any(not s.startswith(PART) for s in pairs)
-            if len(pairs) <= 1 and not first_layout and \
-                    sum(map(len, index.values())) == len(latest) and \
-                    set(self.files("traces")) <= set(index):
+            tidy = (before <= 1 and all(s.startswith(PART) for s in index)
+                    and not _twice(index, latest) and set(trace_files) <= set(index))
+            if not got or tidy:
                 return before, before
-            cells_files, trace_files = self.files("cells"), self.files("traces")
-            for chunk in self._chunks(pairs, trace_files):
+            for chunk in self._chunks(list(index), trace_files):
                 self._compact_chunk(chunk, cells_files, trace_files, latest)
             for stem in set(trace_files) - set(cells_files):
                 if stem.startswith(PART) and self.stale(self._writer(trace_files[stem])):

@@ -59,14 +59,15 @@ __all__ = [
 def problem_params(name: str) -> dict:
     """Parameter names of a problem (besides n and d) -> defaults."""
     check_choice("problem", name, tuple(PROBLEMS))
-    return dict(_defaults(name))
+    return dict(_defaults(PROBLEMS[name]))
 
 
 @functools.cache
-def _defaults(name: str) -> dict:
-    """A problem's signature defaults (inspect.signature once per problem: sweeps ask per
-    cell); callers get copies."""
-    sig = inspect.signature(PROBLEMS[name])
+def _defaults(build) -> dict:
+    """A problem builder's signature defaults (inspect.signature once per builder: sweeps
+    ask per cell; keyed by the builder, not its name, which a test or plugin may rebind);
+    callers get copies."""
+    sig = inspect.signature(build)
     return {k: p.default for k, p in sig.parameters.items() if k not in ("n", "d")}
 
 

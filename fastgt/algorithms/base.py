@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import FastGTError, bad
 from ..kernels.mixing import n_blocks, pad_rows
-from ..kernels.oracles import normal_matrix, stochastic_grads
+from ..kernels.oracles import GAUSSIAN, normal_matrix, stochastic_grads
 from ..kernels.rng import STREAM_X0
 from ..kernels.steps import Mixing, Oracle, State, blocks_pointer, run_steps, shared_row
 
@@ -39,6 +39,31 @@ def padded(M: np.ndarray, dp: int) -> np.ndarray:
     out = aligned((M.shape[0], dp))
     out[:, :M.shape[1]] = M
     return out
+
+
+def gradient_rows(batch, *lead: int, at: int = 512) -> np.ndarray:
+    """The last gradients G, (C, *lead, rows, dp), for an algorithm that keeps them; no rows,
+    (C, *lead, 0, dp), when its kernels recompute g_i(t) from x_i(t) and step t's draw
+    instead (diagonal quadratics without gaussian noise, problems.quadratic.grad_at: the
+    same bits, one array less to stream per step)."""
+    if batch.oracle.kind == GAUSSIAN or not batch.problem.kernels.diagonal:
+        return batch.new_rows(batch.C, *lead, at=at)
+    return aligned((batch.C, *lead, 0, batch.dp))
+
+
+def gradients(batch, G: np.ndarray, X: np.ndarray, c: int, t: int):
+    """Cell c's G(t) as ``state`` gives it: the kept rows G (one cell's, gradient_rows), or,
+    when none are kept, a function recomputing them from X = x(t) (n rows) as the kernel
+    has them (engine.Result.state calls it on first access)."""
+    if len(G):
+        return batch.real(G)
+
+    def recompute():
+        out = np.zeros_like(X)
+        batch.grads(t, X, out, c)
+        return batch.real(out)
+
+    return recompute
 
 
 def initial_point(out: np.ndarray, x0, seed: int, d: int) -> None:

@@ -8,7 +8,8 @@ lambda_n(W) > -1/3 (Tang et al.) and a static W: fastgt refuses any other topolo
 the run says allow_unstable=True.
 
 Run on Z(t) = 2 X(t) - X(t-1) - gamma (G(t) - G(t-1)), Z(0) = X(0) - gamma G(0), so that
-X(t+1) = W Z(t). State: Z double-buffered and mixed (S1), G (S2, its first buffer), X (S3).
+X(t+1) = W Z(t). State: Z double-buffered and mixed (S1), G (S2, its first buffer; no rows
+when the kernels recompute it: base.gradient_rows), X (S3).
 Any problem: the gradient comes from the problem's grad_row hook.
 
 Per step: 1 mix (one communication round), 1 gradient evaluation.
@@ -20,10 +21,11 @@ import numpy as np
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels.mixing import column_means, mix_row
-from ..kernels.oracles import grad_row
+from ..kernels.oracles import DIAGONAL, grad_row
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from .base import Algorithm, Costs, initial_point
+from ..problems.quadratic import grad_at, previous_row
+from .base import Algorithm, Costs, gradient_rows, gradients, initial_point
 
 #: cell c's views: Z now and next, G, X, a gradient row per block, the next buffer of the
 #: mixed array
@@ -33,9 +35,19 @@ View = namedtuple("View", "Z Zn G X GS mixed", module=__name__)
 @template(**INLINE_FLAGS)
 def update(view, cm, co, node, last):
     """Row i: x' = (W Z)_i, g' = node i's stochastic gradient at x',
-    Zn[i] = 2 x' - X[i] - gamma (g' - G[i]), then X[i] = x', G[i] = g'."""
+    Zn[i] = 2 x' - X[i] - gamma (g' - G[i]), then X[i] = x', G[i] = g'. On diagonal
+    quadratics without gaussian noise G keeps no rows: G[i] is recomputed from X[i] and the
+    previous step's draw (problems.quadratic.grad_at, as GT does), one array less to stream."""
     Z, Zn, G, X, GS, i, b = view.Z, view.Zn, view.G, view.X, view.GS, node.i, node.b
     mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
+    if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
+        rp = previous_row(co, node)
+        for k in range(Zn.shape[1]):
+            x, xp = Zn[i, k], X[i, k]
+            Zn[i, k] = 2.0 * x - xp - cm.gamma * (grad_at(co, node, k, x, node.rn)
+                                                  - grad_at(co, node, k, xp, rp))
+            X[i, k] = x
+        return
     grad_row(co, node, Zn, i, GS, b)
     for k in range(Zn.shape[1]):
         x = Zn[i, k]
@@ -52,15 +64,15 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
 
 
 def alloc(batch):
-    return batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 1, at=512), \
-        batch.new_rows(batch.C, at=1024)
+    return batch.new_rows(batch.C, 2), gradient_rows(batch, 1), batch.new_rows(batch.C, at=1024)
 
 
 def init(batch):
     Z2, G2, X = arrays = alloc(batch)
     for c, cell in enumerate(batch.cells):
-        x, z, g = batch.used(X[c]), batch.used(Z2[c, 0]), batch.used(G2[c, 0])
+        x, z = batch.used(X[c]), batch.used(Z2[c, 0])
         initial_point(x, cell.x0, cell.seed, batch.d)
+        g = batch.used(G2[c, 0]) if len(G2[c, 0]) else np.zeros_like(x)
         batch.grads(0, x, g, c)
         np.subtract(x, cell.gamma * g, out=z)
         column_means(z, batch.part[c], 0, batch.means[c, 0])
@@ -73,7 +85,9 @@ def iterates(batch, arrays, cur, c):
 
 def state(batch, arrays, cur, c, t):
     Z2, G2, X = arrays
-    return {"X": batch.real(X[c]), "G": batch.real(G2[c, 0]), "Z": batch.real(Z2[c, cur])}
+    x = batch.used(X[c])
+    return {"X": batch.real(x), "G": gradients(batch, G2[c, 0], x, c, t),
+            "Z": batch.real(Z2[c, cur])}
 
 
 def check(W):

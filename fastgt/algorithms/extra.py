@@ -6,7 +6,8 @@
 Run with the history H(t) = W~ X(t-1) - gamma G(t-1), H(0) = X(0), so that every step
 is X(t+1) = X(t) + W X(t) - gamma G(t) - H(t) (the first one included) and the previous
 iterate is not kept: H(t+1) = (X(t) + W X(t)) / 2 - gamma G(t) comes from the same row.
-State: X double-buffered and mixed (S1), H (S2, its first buffer), G (S3), 4 n d floats.
+State: X double-buffered and mixed (S1), H (S2, its first buffer), G (S3), 4 n d floats
+(3 when the kernels recompute G: base.gradient_rows).
 Any problem: the gradient comes from the problem's grad_row hook.
 
 Per step: 1 mix (one communication round), 1 gradient evaluation.
@@ -14,12 +15,15 @@ Per step: 1 mix (one communication round), 1 gradient evaluation.
 
 from collections import namedtuple
 
+import numpy as np
+
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels.mixing import column_means, mix_row
-from ..kernels.oracles import grad_row
+from ..kernels.oracles import DIAGONAL, grad_row
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from .base import Algorithm, Costs, initial_point
+from ..problems.quadratic import grad_at, previous_row
+from .base import Algorithm, Costs, gradient_rows, gradients, initial_point
 
 #: cell c's views: X now and next, H, G, the next buffer of the mixed array
 View = namedtuple("View", "X Xn H G mixed", module=__name__)
@@ -28,9 +32,19 @@ View = namedtuple("View", "X Xn H G mixed", module=__name__)
 @template(**INLINE_FLAGS)
 def update(view, cm, co, node, last):
     """Row i: w = (W X)_i into Xn[i], then x' = X[i] + w - gamma G[i] - H[i],
-    H[i] = (X[i] + w) / 2 - gamma G[i], Xn[i] = x', G[i] = node i's stochastic gradient at x'."""
+    H[i] = (X[i] + w) / 2 - gamma G[i], Xn[i] = x', G[i] = node i's stochastic gradient at x'.
+    On diagonal quadratics without gaussian noise G keeps no rows: G[i] is recomputed from
+    X[i] and the previous step's draw (problems.quadratic.grad_at, as GT does)."""
     X, Xn, H, G, i, gamma = view.X, view.Xn, view.H, view.G, node.i, cm.gamma
     mix_row(Xn, i, X, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
+    if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
+        rp = previous_row(co, node)
+        for k in range(Xn.shape[1]):
+            x, w = X[i, k], Xn[i, k]
+            g = grad_at(co, node, k, x, rp)
+            Xn[i, k] = x + w - gamma * g - H[i, k]
+            H[i, k] = 0.5 * (x + w) - gamma * g
+        return
     for k in range(Xn.shape[1]):
         x, w, g = X[i, k], Xn[i, k], G[i, k]
         Xn[i, k] = x + w - gamma * g - H[i, k]
@@ -46,16 +60,17 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
 
 
 def alloc(batch):
-    return (batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 1, at=512),
-            batch.new_rows(batch.C, at=1024))
+    return batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 1, at=512), \
+        gradient_rows(batch, at=1024)
 
 
 def init(batch):
     X2, H2, G = arrays = alloc(batch)
     for c, cell in enumerate(batch.cells):
-        x, h, g = batch.used(X2[c, 0]), batch.used(H2[c, 0]), batch.used(G[c])
+        x, h = batch.used(X2[c, 0]), batch.used(H2[c, 0])
         initial_point(x, cell.x0, cell.seed, batch.d)
-        batch.grads(0, x, g, c)
+        g = batch.used(G[c]) if len(G[c]) else np.zeros_like(x)  # G(0) kept or not,
+        batch.grads(0, x, g, c)  # step 0's shared draw is drawn (step 1 recomputes G(0))
         h[:] = x
         column_means(x, batch.part[c], 0, batch.means[c, 0])
     return arrays
@@ -67,7 +82,8 @@ def iterates(batch, arrays, cur, c):
 
 def state(batch, arrays, cur, c, t):
     X2, H2, G = arrays
-    return {"X": batch.real(X2[c, cur]), "H": batch.real(H2[c, 0]), "G": batch.real(G[c])}
+    x = batch.used(X2[c, cur])
+    return {"X": batch.real(x), "H": batch.real(H2[c, 0]), "G": gradients(batch, G[c], x, c, t)}
 
 
 ALGORITHM = Algorithm("extra", (blocks, update), 1,

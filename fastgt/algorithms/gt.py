@@ -21,15 +21,13 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels.mixing import column_means, mix_row
-from ..kernels.oracles import DIAGONAL, GAUSSIAN, STRUCTURED, grad_row
+from ..kernels.oracles import DIAGONAL, grad_row
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..problems.quadratic import grad_het, grad_hom
-from .base import Algorithm, Batch, Costs, aligned, initial_point
+from ..problems.quadratic import grad_het, grad_hom, previous_row
+from .base import Algorithm, Batch, Costs, gradient_rows, gradients, initial_point
 
 #: cell c's views: X, Y now and next, G (rows, or none), a gradient row per block, the next
 #: buffers of the mixed arrays
@@ -71,7 +69,7 @@ def update(view, cm, co, node, last):
     N, dv, rn, v, u = co.N, co.dv, node.rn, node.v, node.u
     a0, A, B = co.data.a0, co.data.A, co.data.B
     if G.shape[0] == 0:
-        rp = co.rp if co.kind == STRUCTURED else rn
+        rp = previous_row(co, node)
         if co.data.hetero:
             for k in range(d):
                 x = Xn[i, k] - gamma * Yn[i, k]
@@ -110,9 +108,7 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
 
 
 def alloc(batch: Batch) -> tuple:
-    stored = batch.oracle.kind == GAUSSIAN or not batch.problem.kernels.diagonal
-    G = batch.new_rows(batch.C, at=512) if stored else aligned((batch.C, 0, batch.dp))
-    return batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 2, at=1024), G
+    return batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 2, at=1024), gradient_rows(batch)
 
 
 def init(batch: Batch) -> tuple:
@@ -135,16 +131,7 @@ def iterates(batch: Batch, arrays: tuple, cur: int, c: int):
 
 def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
     X, Y = iterates(batch, arrays, cur, c)
-    G = arrays[2][c]
-    if len(G):
-        return {"X": batch.real(X), "Y": batch.real(Y), "G": batch.real(G)}
-
-    def recompute():  # g(t) from x(t) and step t's draw, as the kernel has it
-        out = np.zeros_like(X)
-        batch.grads(t, X, out, c)
-        return batch.real(out)
-
-    return {"X": batch.real(X), "Y": batch.real(Y), "G": recompute}
+    return {"X": batch.real(X), "Y": batch.real(Y), "G": gradients(batch, arrays[2][c], X, c, t)}
 
 
 ALGORITHM = Algorithm("gt", (blocks, update), 2, Costs(mixes=2, grad_evals=1, comm_rounds=1),

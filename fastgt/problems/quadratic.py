@@ -18,7 +18,7 @@ from numba import njit
 from ..config import INLINE_FLAGS
 from ..errors import FastGTError, bad, check_float, check_int
 from ..kernels.metrics import quadratic_metrics
-from ..kernels.oracles import ProblemKernels, noise_at, noise_weight
+from ..kernels.oracles import STRUCTURED, ProblemKernels, noise_at, noise_weight
 from ..kernels.rounding import fma
 from .base import Problem
 
@@ -40,6 +40,26 @@ def grad_het(N, rn, k, v, u, dv, x, A, B, i):
     """Coordinate k of node i's noisy gradient, fma(N[rn, k], w, fma(A_ik, x, -B_ik)) with
     w = noise_weight(k, v, u, dv)."""
     return fma(N[rn, k], noise_weight(k, v, u, dv), fma(A[i, k], x, -B[i, k]))
+
+
+@njit(**INLINE_FLAGS)
+def grad_at(co, node, k, x, rn):
+    """Coordinate k of node i's noisy gradient at x with noise row ``rn`` of co.N (node.rn:
+    this step's; previous_row: the previous step's), grad_het or grad_hom as the data is:
+    an algorithm that recomputes the previous gradient instead of storing it (D², EXTRA)
+    gets the bits the previous step had."""
+    data = co.data
+    if data.hetero:
+        return grad_het(co.N, rn, k, node.v, node.u, co.dv, x, data.A, data.B, node.i)
+    return grad_hom(co.N, rn, k, node.v, node.u, co.dv, x, data.a0)
+
+
+@njit(**INLINE_FLAGS)
+def previous_row(co, node):
+    """The noise row of node i's previous-step gradient when the kernels keep no G (no
+    gaussian noise: gradient_rows): the previous step's shared draw for structured noise,
+    the node's (unused, zero-weighted) row otherwise."""
+    return co.rp if co.kind == STRUCTURED else node.rn
 
 
 @njit(**INLINE_FLAGS)

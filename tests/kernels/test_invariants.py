@@ -1,5 +1,7 @@
 """The paper's invariants and exact convergence facts, checked on fastgt.run."""
 
+import importlib
+
 import numpy as np
 import pytest
 import reference as ref
@@ -166,30 +168,33 @@ def test_exact_algorithms_reach_the_optimum_on_heterogeneous_problems(algorithm,
     assert np.max(np.abs(res.state["X"] - xstar)) < 1e-10 * np.max(np.abs(xstar))
 
 
+@pytest.mark.parametrize("algorithm", ["gt", "d2", "extra"])
 @pytest.mark.parametrize("problem", ["quadratic", "hetero_quadratic"])
 @pytest.mark.parametrize("noise", ["structured", "none"])
-def test_gt_recomputes_its_previous_gradient_to_the_bit(monkeypatch, problem, noise):
-    """With structured or no noise GT keeps no G: g(t) is recomputed from x(t) and step t's
-    shared draw. Forcing the stored-G path must give the very same bits, and state["G"]
-    must be the gradient the stored path holds."""
-    from fastgt.algorithms import gt
-
-    W = fastgt.topology("interp_ring", n=24, alpha=0.7)
-    kw = {"algorithm": "gt", "topology": W, "problem": problem, "noise": noise, "d": 11,
+def test_previous_gradient_recomputed_to_the_bit(monkeypatch, algorithm, problem, noise):
+    """With structured or no noise GT, D² and EXTRA keep no G: g(t) is recomputed from x(t)
+    and step t's shared draw. Forcing the stored-G path must give the very same bits, and
+    state["G"] must be the gradient the stored path holds."""
+    module = importlib.import_module(f"fastgt.algorithms.{algorithm}")
+    W = fastgt.topology("interp_ring", n=24, alpha=0.7, lazy=True)
+    kw = {"algorithm": algorithm, "topology": W, "problem": problem, "noise": noise, "d": 11,
           "steps": 63, "record_every": 7, "seed": 5}
+    rows, lean_rows = module.gradient_rows, []
+
+    def counted(batch, *lead, at=512):
+        G = rows(batch, *lead, at=at)
+        lean_rows.append(G.shape[-2])
+        return G
+
+    monkeypatch.setattr(module, "gradient_rows", counted)
     lean = fastgt.run(**kw)
     assert lean.config["noise"] == noise
-    alloc, lean_g_rows = gt.alloc, []
-
-    def stored(batch):
-        X2, Y2, G = alloc(batch)
-        lean_g_rows.append(G.shape[1])
-        return X2, Y2, batch.new_rows(batch.C)
-
-    monkeypatch.setattr(gt, "alloc", stored)
+    assert lean_rows == [0]  # the lean run really kept no G
+    monkeypatch.setattr(module, "gradient_rows",
+                        lambda batch, *lead, at=512: batch.new_rows(batch.C, *lead, at=at))
     full = fastgt.run(**kw)
-    assert lean_g_rows == [0]  # the lean run really kept no G
-    for key in ("X", "Y", "G"):
+    assert not callable(full.state._values["G"])  # the stored path ran
+    for key in full.state:
         assert np.array_equal(lean.state[key], full.state[key]), key
     assert np.array_equal(lean.records, full.records, equal_nan=True)
 

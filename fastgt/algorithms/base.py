@@ -44,7 +44,7 @@ def padded(M: np.ndarray, dp: int) -> np.ndarray:
 def gradient_rows(batch, *lead: int, at: int = 512) -> np.ndarray:
     """The last gradients G, (C, *lead, rows, dp), for an algorithm that keeps them; no rows,
     (C, *lead, 0, dp), when its kernels recompute g_i(t) from x_i(t) and step t's draw
-    instead (diagonal quadratics without gaussian noise, problems.quadratic.grad_at: the
+    instead (diagonal quadratics without gaussian noise, problems.quadratic.previous_row: the
     same bits, one array less to stream per step)."""
     if batch.oracle.kind == GAUSSIAN or not batch.problem.kernels.diagonal:
         return batch.new_rows(batch.C, *lead, at=at)

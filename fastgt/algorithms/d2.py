@@ -24,7 +24,7 @@ from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import DIAGONAL, grad_row
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..problems.quadratic import grad_at, previous_row
+from ..problems.quadratic import grad_het, grad_hom, previous_row
 from .base import Algorithm, Costs, gradient_rows, gradients, initial_point
 
 #: cell c's views: Z now and next, G, X, a gradient row per block, the next buffer of the
@@ -37,16 +37,24 @@ def update(view, cm, co, node, last):
     """Row i: x' = (W Z)_i, g' = node i's stochastic gradient at x',
     Zn[i] = 2 x' - X[i] - gamma (g' - G[i]), then X[i] = x', G[i] = g'. On diagonal
     quadratics without gaussian noise G keeps no rows: G[i] is recomputed from X[i] and the
-    previous step's draw (problems.quadratic.grad_at, as GT does), one array less to stream."""
+    previous step's draw (problems.quadratic.previous_row, as GT does), one array less to stream."""
     Z, Zn, G, X, GS, i, b = view.Z, view.Zn, view.G, view.X, view.GS, node.i, node.b
     mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
     if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
-        rp = previous_row(co, node)
-        for k in range(Zn.shape[1]):
-            x, xp = Zn[i, k], X[i, k]
-            Zn[i, k] = 2.0 * x - xp - cm.gamma * (grad_at(co, node, k, x, node.rn)
-                                                  - grad_at(co, node, k, xp, rp))
-            X[i, k] = x
+        N, rn, rp, v, u, dv = co.N, node.rn, previous_row(co, node), node.v, node.u, co.dv
+        a0, A, B, gamma = co.data.a0, co.data.A, co.data.B, cm.gamma
+        if co.data.hetero:  # a loop each (a test inside the loop stops it vectorizing)
+            for k in range(Zn.shape[1]):
+                x, xp = Zn[i, k], X[i, k]
+                Zn[i, k] = 2.0 * x - xp - gamma * (grad_het(N, rn, k, v, u, dv, x, A, B, i)
+                                                   - grad_het(N, rp, k, v, u, dv, xp, A, B, i))
+                X[i, k] = x
+        else:
+            for k in range(Zn.shape[1]):
+                x, xp = Zn[i, k], X[i, k]
+                Zn[i, k] = 2.0 * x - xp - gamma * (grad_hom(N, rn, k, v, u, dv, x, a0)
+                                                   - grad_hom(N, rp, k, v, u, dv, xp, a0))
+                X[i, k] = x
         return
     grad_row(co, node, Zn, i, GS, b)
     for k in range(Zn.shape[1]):

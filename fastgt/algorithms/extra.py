@@ -22,7 +22,7 @@ from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import DIAGONAL, grad_row
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..problems.quadratic import grad_at, previous_row
+from ..problems.quadratic import grad_het, grad_hom, previous_row
 from .base import Algorithm, Costs, gradient_rows, gradients, initial_point
 
 #: cell c's views: X now and next, H, G, the next buffer of the mixed array
@@ -34,16 +34,24 @@ def update(view, cm, co, node, last):
     """Row i: w = (W X)_i into Xn[i], then x' = X[i] + w - gamma G[i] - H[i],
     H[i] = (X[i] + w) / 2 - gamma G[i], Xn[i] = x', G[i] = node i's stochastic gradient at x'.
     On diagonal quadratics without gaussian noise G keeps no rows: G[i] is recomputed from
-    X[i] and the previous step's draw (problems.quadratic.grad_at, as GT does)."""
+    X[i] and the previous step's draw (problems.quadratic.previous_row, as GT does)."""
     X, Xn, H, G, i, gamma = view.X, view.Xn, view.H, view.G, node.i, cm.gamma
     mix_row(Xn, i, X, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
     if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
-        rp = previous_row(co, node)
-        for k in range(Xn.shape[1]):
-            x, w = X[i, k], Xn[i, k]
-            g = grad_at(co, node, k, x, rp)
-            Xn[i, k] = x + w - gamma * g - H[i, k]
-            H[i, k] = 0.5 * (x + w) - gamma * g
+        N, rp, v, u, dv = co.N, previous_row(co, node), node.v, node.u, co.dv
+        a0, A, B = co.data.a0, co.data.A, co.data.B
+        if co.data.hetero:  # a loop each (a test inside the loop stops it vectorizing)
+            for k in range(Xn.shape[1]):
+                x, w = X[i, k], Xn[i, k]
+                g = grad_het(N, rp, k, v, u, dv, x, A, B, i)
+                Xn[i, k] = x + w - gamma * g - H[i, k]
+                H[i, k] = 0.5 * (x + w) - gamma * g
+        else:
+            for k in range(Xn.shape[1]):
+                x, w = X[i, k], Xn[i, k]
+                g = grad_hom(N, rp, k, v, u, dv, x, a0)
+                Xn[i, k] = x + w - gamma * g - H[i, k]
+                H[i, k] = 0.5 * (x + w) - gamma * g
         return
     for k in range(Xn.shape[1]):
         x, w, g = X[i, k], Xn[i, k], G[i, k]

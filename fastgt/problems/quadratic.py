@@ -43,22 +43,11 @@ def grad_het(N, rn, k, v, u, dv, x, A, B, i):
 
 
 @njit(**INLINE_FLAGS)
-def grad_at(co, node, k, x, rn):
-    """Coordinate k of node i's noisy gradient at x with noise row ``rn`` of co.N (node.rn:
-    this step's; previous_row: the previous step's), grad_het or grad_hom as the data is:
-    an algorithm that recomputes the previous gradient instead of storing it (D², EXTRA)
-    gets the bits the previous step had."""
-    data = co.data
-    if data.hetero:
-        return grad_het(co.N, rn, k, node.v, node.u, co.dv, x, data.A, data.B, node.i)
-    return grad_hom(co.N, rn, k, node.v, node.u, co.dv, x, data.a0)
-
-
-@njit(**INLINE_FLAGS)
 def previous_row(co, node):
     """The noise row of node i's previous-step gradient when the kernels keep no G (no
-    gaussian noise: gradient_rows): the previous step's shared draw for structured noise,
-    the node's (unused, zero-weighted) row otherwise."""
+    gaussian noise: algorithms.base.gradient_rows), for grad_hom / grad_het: the previous
+    step's shared draw for structured noise, the node's (unused, zero-weighted) row
+    otherwise. GT, D² and EXTRA recompute that gradient with it, to the bits it had."""
     return co.rp if co.kind == STRUCTURED else node.rn
 
 

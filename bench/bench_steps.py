@@ -1,4 +1,4 @@
-"""Time GT and D-SGD steps of fastgt against numpy-dense and scipy-sparse, in the same run.
+"""Time GT and D-SGD steps of fastgt against numpy-dense, scipy-sparse and jax, in the same run.
 
     python bench/bench_steps.py [--quick] [--json out.json] [--threads 1,2] [--n 300,3000]
                                 [--setups A,B] [--no-paper]
@@ -7,13 +7,15 @@
 
 f_i = ||x||^2 with the paper's Setup A (i.i.d. Gaussian gradient noise) and Setup B
 (structured noise), d = 100, on ring, interp_ring (alpha 0.5) and a near-square torus,
-for every n and thread count asked. Each thread count runs in a
-fresh child process with NUMBA/OMP/OPENBLAS/MKL_NUM_THREADS set, so numba and BLAS are
-both limited; the parent gathers the children's JSON and prints one Markdown table
-(ns per node-dimension-step, median and min of interleaved repeats, speedup ratios of
-medians) and, with --json, writes the same data as JSON. Before timing, every case checks
-that the baselines and fastgt give the same noiseless iterates (to 1e-10). The last rows
-time the paper-size job (GT, ring n = 300, 20000 steps, metrics every 100) end to end.
+for every n and thread count asked. The jax baseline (bench/baselines_jax.py) runs when
+jax imports (pip install -e '.[bench]'), else it is skipped with a note. Each thread count
+runs in a fresh child process with NUMBA/OMP/OPENBLAS/MKL_NUM_THREADS and XLA_FLAGS set,
+so numba, BLAS and XLA are all limited; the parent gathers the children's JSON and prints
+one Markdown table (ns per node-dimension-step, median and min of interleaved repeats,
+speedup ratios of medians) and, with --json, writes the same data as JSON. Before timing,
+every case checks that the baselines and fastgt give the same noiseless iterates (to
+1e-10). The last rows time the paper-size job (GT, ring n = 300, 20000 steps, metrics
+every 100) end to end.
 
 --against REF (A/B mode): this checkout's fastgt (A, working tree included) against git
 revision REF's (B, its fastgt/ extracted to a temporary directory), through the public
@@ -57,8 +59,9 @@ SIGMA2 = 1.0
 ALGOS = tuple(baselines.ALGORITHMS)  # every algorithm (--algorithms to choose)
 AB_ALGOS = ("gt", "dsgd")  # --against's default: the revisions compared may predate the others
 TOPOLOGIES = ("ring", "interp_ring", "torus")
-BASELINES = tuple(baselines.MIXERS)  # numpy-dense, scipy-sparse
-ENGINES = ("fastgt", *BASELINES)
+BASELINES = tuple(baselines.MIXERS)  # numpy-dense, scipy-sparse: the targets' baselines
+JAX = "jax"  # bench/baselines_jax.py, a third baseline when jax imports
+ENGINES = ("fastgt", *BASELINES, JAX)
 TARGETS = {300: (10.0, 5.0), 3000: (50.0, 5.0)}  # 1 thread: min speedup vs (dense, sparse)
 #: several threads, n >= PARALLEL_N: at most PARALLEL_BOUND x the no-overlap bound and at
 #: least PARALLEL_SPEEDUP x faster than the same case on 1 thread
@@ -128,6 +131,46 @@ class FastgtRun:
                      for a in self.algo.iterates(self.batch, self.arrays, self.cur, 0))
 
 
+def jax_missing() -> str | None:
+    """Why the jax baseline cannot run here (its import failed), or None when it can."""
+    try:
+        import baselines_jax  # noqa: F401
+    except (ImportError, RuntimeError) as e:  # not installed; jax / jaxlib mismatched
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def jax_version() -> str | None:
+    if jax_missing():
+        return None
+    import jax
+
+    return jax.__version__
+
+
+def baseline_module(engine: str):
+    """The module whose ``make`` builds ``engine``'s runs."""
+    if engine == JAX:
+        import baselines_jax
+
+        return baselines_jax
+    return baselines
+
+
+def make_mixers(W, engines) -> dict:
+    """Each baseline's mixer for W: numpy-dense up to DENSE_MAX nodes, jax on the topologies
+    it has a roll stencil for (circulant: ring, interp_ring, torus)."""
+    mixers = {}
+    for e in engines:
+        if e == "numpy-dense" and W.n > DENSE_MAX:
+            continue
+        try:
+            mixers[e] = baseline_module(e).MIXERS[e](W)
+        except ValueError:  # jax: no stencil for W
+            pass
+    return mixers
+
+
 def make_run(engine: str, algorithm: str, W, mixers: dict, x0, sigma2: float, setup="A"):
     if engine == "fastgt":
         return FastgtRun(algorithm, W, x0, GAMMA, sigma2, setup=setup)
@@ -137,7 +180,8 @@ def make_run(engine: str, algorithm: str, W, mixers: dict, x0, sigma2: float, se
 
         nz = make_noise("structured", sigma2, x0.shape[1], W)
         structured = (nz.uv, nz.dv)
-    return baselines.make(algorithm, mixers[engine], x0, GAMMA, sigma2, structured=structured)
+    return baseline_module(engine).make(algorithm, mixers[engine], x0, GAMMA, sigma2,
+                                        structured=structured)
 
 
 def refused(algorithm: str, W) -> bool:
@@ -206,7 +250,7 @@ def baseline_job(run, steps: int, every: int, budget_s: float) -> dict:
             "loss_nodes": float(np.mean([r[1] for r in half]))}
 
 
-def paper_job(cfg: dict) -> dict:
+def paper_job(cfg: dict, engines: tuple) -> dict:
     """The paper-size GT job, once per engine: fastgt.run vs baseline loops with metrics."""
     import fastgt
 
@@ -221,14 +265,15 @@ def paper_job(cfg: dict) -> dict:
                       "steps_run": steps, "extrapolated": False,
                       "loss_nodes": res.summary["loss_nodes"]}}
     x0 = np.random.default_rng(0).standard_normal((n, D))
-    for engine in BASELINES:
-        run = baselines.make(PAPER["algorithm"], baselines.MIXERS[engine](W), x0, GAMMA, SIGMA2)
+    mixers = make_mixers(W, engines)
+    for engine in mixers:
+        run = make_run(engine, PAPER["algorithm"], W, mixers, x0, SIGMA2)  # jax: compiles here
         time.sleep(cfg["settle_s"])
         out[engine] = baseline_job(run, steps, every, cfg["paper_budget_s"])
-    for e in ENGINES:
-        out[e]["ns"] = out[e]["seconds"] / (steps * n * D) * 1e9
+    for v in out.values():
+        v["ns"] = v["seconds"] / (steps * n * D) * 1e9
     return {"steps": steps, "engines": out,
-            "speedup": {b: out[b]["seconds"] / out["fastgt"]["seconds"] for b in BASELINES}}
+            "speedup": {b: out[b]["seconds"] / out["fastgt"]["seconds"] for b in mixers}}
 
 
 # ----------------------------------------------------------------------------- child
@@ -244,13 +289,15 @@ def child(args, threads: int, out_path: str) -> None:
     cfg = settings(args.quick) | {"settle_s": SETTLE_S if threads > 1 else 0.0}
     warm = warmup()
     lim = limits.measure(threads)
+    engines = BASELINES if jax_missing() else (*BASELINES, JAX)
+    if JAX in engines:
+        confine_jax(threads)
     result = {"threads": threads, "warmup_s": warm, **common.numba_info(), "limits": lim,
-              "cases": []}
+              "baselines": engines, "jax": jax_version(), "cases": []}
     for n in args.n:
         for topo in TOPOLOGIES:
             W = build_topology(topo, n)
-            mixers = {e: baselines.MIXERS[e](W) for e in BASELINES
-                      if e != "numpy-dense" or n <= DENSE_MAX}
+            mixers = make_mixers(W, engines)
             for algo in args.algorithms:
                 if refused(algo, W):  # D² on a torus: fastgt would refuse the run
                     continue
@@ -269,17 +316,43 @@ def child(args, threads: int, out_path: str) -> None:
                     print(f"[{threads} thr] {algo:4} {setup} {topology_label(topo, n):18} "
                           f"n={n:5}: ns/elem {med}", file=sys.stderr, flush=True)
     if not args.no_paper:
-        result["paper_job"] = paper_job(cfg)
+        result["paper_job"] = paper_job(cfg, engines)
         print(f"[{threads} thr] paper job done", file=sys.stderr, flush=True)
     result["load_avg_end"] = os.getloadavg()
     Path(out_path).write_text(json.dumps(result, indent=1))
+
+
+def confine_jax(threads: int) -> None:
+    """Keep jax's computations on ``threads`` CPUs. XLA's CPU client ignores XLA_FLAGS'
+    thread counts (jax 0.10: a 1-thread child's jax blocks ran at CPU share 1.9): its thread
+    pools take one thread per CPU the process may use when the client is created. So create
+    it while the process may use only ``threads`` CPUs (the last ones), then lift that
+    restriction: XLA's threads stay on those CPUs, numba's and BLAS's are not affected."""
+    mask = os.sched_getaffinity(0)
+    if threads >= len(mask):
+        return
+    import jax
+
+    os.sched_setaffinity(0, set(sorted(mask)[-threads:]))
+    try:
+        jax.devices()  # creates the CPU client and its threads
+    finally:
+        os.sched_setaffinity(0, mask)
+
+
+def xla_flags(threads: int) -> str:
+    """XLA_FLAGS that keep jax's CPU backend to ``threads`` threads (after any flags set)."""
+    mine = ("--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" if threads == 1
+            else f"intra_op_parallelism_threads={threads}")
+    return f"{os.environ.get('XLA_FLAGS', '')} {mine}".strip()
 
 
 def run_child(threads: int, argv: list[str], env: dict | None = None) -> dict:
     """This script run as a child with ``threads`` threads (and ``env`` on top): its JSON."""
     from fastgt.sweep.cellrun import THREAD_ENV
 
-    env = os.environ | {v: str(threads) for v in THREAD_ENV} | (env or {})
+    env = (os.environ | {v: str(threads) for v in THREAD_ENV} | {"XLA_FLAGS": xla_flags(threads)}
+           | (env or {}))
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "child.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--child", str(threads),
@@ -330,9 +403,17 @@ def thread_speedup(case: dict, threads: int, one_thread: dict, one_bound: dict) 
     return out + (f" (bound {b1 / b:.2f}x)" if b1 > 0.01 and b > 0.01 else "")
 
 
+def shown_baselines(children: list[dict]) -> list[str]:
+    """The baselines that ran in some child (jax only when it imported)."""
+    ran = {b for ch in children for b in ch.get("baselines", BASELINES)}
+    return [b for b in ENGINES[1:] if b in ran]
+
+
 def report(children: list[dict]) -> tuple[list[dict], str]:
     """Flat rows (for JSON) and the Markdown table."""
     rows, cells = [], []
+    shown = shown_baselines(children)
+    engines = ("fastgt", *shown)
     one_thread = {case_key(c): c["ns"]["fastgt"]["median"]
                   for ch in children if ch["threads"] == 1 for c in ch["cases"]}
     one_bound = {case_key(c): c["bound"]["bound_serial"]
@@ -342,11 +423,11 @@ def report(children: list[dict]) -> tuple[list[dict], str]:
             note = target_note(c, ch["threads"], one_thread)
             rows.append({"threads": ch["threads"], **c, "target": note})
             cells.append([c["algorithm"], c["setup"], c["label"], str(c["n"]), str(ch["threads"]),
-                          *(fmt_ns(c["ns"][e]) if e in c["ns"] else "-" for e in ENGINES),
+                          *(fmt_ns(c["ns"][e]) if e in c["ns"] else "-" for e in engines),
                           *(("-", "-") if c["bound"]["ratio"] is None else
                             (f"{c['bound']['bound_serial']:.2f}", f"{c['bound']['ratio']:.2f}")),
                           *(f"{c['speedup'][b]:.1f}x" if b in c["speedup"] else "-"
-                            for b in BASELINES),
+                            for b in shown),
                           thread_speedup(c, ch["threads"], one_thread, one_bound),
                           f"{min(v['cpu_share'] for v in c['ns'].values()):.2f}", note])
     for ch in children:
@@ -358,10 +439,11 @@ def report(children: list[dict]) -> tuple[list[dict], str]:
         cells.append([PAPER["algorithm"], "A", f"ring, job {job['steps']} steps*", str(PAPER["n"]),
                       str(ch["threads"]),
                       *(f"{eng[e]['ns']:.2f}" + ("~" if eng[e]["extrapolated"] else "")
-                        for e in ENGINES), "", "",
-                      *(f"{job['speedup'][b]:.1f}x" for b in BASELINES), "", "", ""])
-    header = ["algo", "setup", "topology", "n", "threads", *(f"{e} ns" for e in ENGINES),
-              "bound ns", "fastgt / bound", *(f"vs {b}" for b in BASELINES), "vs 1 thread",
+                        if e in eng else "-" for e in engines), "", "",
+                      *(f"{job['speedup'][b]:.1f}x" if b in eng else "-" for b in shown),
+                      "", "", ""])
+    header = ["algo", "setup", "topology", "n", "threads", *(f"{e} ns" for e in engines),
+              "bound ns", "fastgt / bound", *(f"vs {b}" for b in shown), "vs 1 thread",
               "CPU share", "target"]
     return rows, common.markdown_table(header, cells)
 
@@ -381,6 +463,11 @@ def footnotes(children: list[dict]) -> str:
               f"{TARGETS[3000][0]:g}x / >= {TARGETS[3000][1]:g}x; on more threads at n >= "
               f"{PARALLEL_N} fastgt / bound <= {PARALLEL_BOUND:g} and vs 1 thread >= "
               f"{PARALLEL_SPEEDUP:g}x.")]
+    if JAX in shown_baselines(children):
+        lines.append("jax = bench/baselines_jax.py: jax.jit + lax.scan over steps, float64, W as "
+                     "jnp.roll stencils (+ mean term), jax.random noise; compiled before timing; "
+                     "XLA's threads kept on as many CPUs as the child's thread count (see "
+                     "confine_jax). No target applies to it.")
     for ch in children:
         job = ch.get("paper_job")
         if job is None:
@@ -404,7 +491,8 @@ def header_lines(machine: dict, children: list[dict]) -> str:
     loads = ", ".join(f"{c['threads']} thr: {c['load_avg_end'][0]:.2f}" for c in children)
     return (f"CPU: {machine['cpu']} ({machine['cores']} cores, {machine['usable_cores']} usable); "
             f"numba {ch['numba']} ({ch['threading_layer']}), numpy {machine['numpy']} "
-            f"({machine['blas']}), scipy {machine['scipy']}, Python {machine['python']}; "
+            f"({machine['blas']}), scipy {machine['scipy']}"
+            + (f", jax {ch['jax']}" if ch.get("jax") else "") + f", Python {machine['python']}; "
             f"load avg at start {machine['load_avg_start'][0]:.2f}, after each child: {loads}\n")
 
 
@@ -645,7 +733,8 @@ def ab_report(children: list[dict]) -> tuple[list[dict], str, list[str]]:
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
-                   help="smoke version (< 1 min): fewer, shorter repeats, n=300 unless --n")
+                   help="smoke version (~2 min, < 1 without jax): fewer, shorter repeats, "
+                   "n=300 unless --n")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON here")
     p.add_argument("--threads", type=common.int_list, default=[1, 2], help="thread counts (default 1,2)")
     p.add_argument("--n", type=common.int_list, default=None, help="node counts (default 300,3000)")
@@ -690,6 +779,9 @@ def main(argv=None) -> None:
     if args.against:
         text, data = against(args, argv, machine)
     else:
+        if (why := jax_missing()) is not None:
+            print(f"JAX baseline skipped ({why}); install it with: pip install -e '.[bench]'",
+                  file=sys.stderr, flush=True)
         children = [run_child(k, argv) for k in args.threads]
         rows, table = report(children)
         text = header_lines(machine, children) + "\n" + table + "\n" + footnotes(children)

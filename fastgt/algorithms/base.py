@@ -18,6 +18,10 @@ from ..kernels.steps import Mixing, Oracle, State, blocks_pointer, run_steps, sh
 LINE = 64
 LANES = LINE // 8
 PAGE = 4096
+#: rows within which a matrix's neighbours count as near, and distinct offsets per
+#: entry of its longest row past which it is no stencil (ahead); rows a scattered
+#: matrix's neighbours are prefetched ahead, at most, and lines in flight at most
+NEAR, STENCIL, AHEAD_MAX, PREFETCH_LINES = 16, 2, 4, 64
 
 
 def aligned(shape, at: int = 0) -> np.ndarray:
@@ -83,12 +87,13 @@ def initial_point(out: np.ndarray, x0, seed: int, d: int) -> None:
     out[:, :d] = x0
 
 
-def schedule(topologies: list, gamma: np.ndarray, local: int, wy=None) -> Mixing:
+def schedule(topologies: list, gamma: np.ndarray, local: int, lines: int, wy=None) -> Mixing:
     """The kernels' Mixing of C cells: cell c mixes with the matrices of its topology's
     period in turn (P matrices, one for a static W; the cells' p-th ones share one sparsity
     pattern), communicating every ``local`` steps and with the identity in between
-    (kernels/steps.py: mixing_of); a drawn random matching is redrawn by the kernels. wy:
-    the tracking variable's own static matrix (topology_y), or None."""
+    (kernels/steps.py: mixing_of); a drawn random matching is redrawn by the kernels.
+    lines: cache lines of a state row (how far ahead to prefetch: ahead); wy: the tracking
+    variable's own static matrix (topology_y), or None."""
     mats = [W.period for W in topologies]
     C, n, P = len(mats), mats[0][0].n, len(mats[0])
     if any(len(m) != P or W.drawn != topologies[0].drawn for m, W in zip(mats, topologies)):
@@ -118,8 +123,28 @@ def schedule(topologies: list, gamma: np.ndarray, local: int, wy=None) -> Mixing
     beta = np.ascontiguousarray(np.array([r[3] for r in rows], dtype=np.float64).T)
     drawn = topologies[0].drawn
     own = np.zeros((C, 4 * n if drawn else 0), dtype=ref.indices.dtype)
+    aheads = np.array([ahead(r[0], r[1], n, lines, drawn and p == 0)
+                       for p, r in enumerate(rows)])
     return Mixing(indptr, indices, weights, beta, (beta != 0.0).any(axis=1), gamma,
-                  int(local), P, P if wy is not None else -1, 0 if drawn else -1, own)
+                  int(local), P, P if wy is not None else -1, 0 if drawn else -1, own, aheads)
+
+
+def ahead(indptr: np.ndarray, indices: np.ndarray, n: int, lines: int, drawn: bool) -> int:
+    """How many rows ahead the kernels prefetch a matrix's neighbour rows (kernels/mixing.py:
+    prefetch_ahead), 0 for not at all: a drawn matching, or a matrix whose rows mix rows the
+    hardware prefetcher cannot guess (some neighbour over NEAR rows away, and no stencil,
+    whose rows all mix the same few offsets: rings, tori, the one-peer graph stream
+    through memory in order), as far ahead as keeps at most PREFETCH_LINES lines of
+    ``lines``-line rows in flight; none when a single row's neighbours exceed that."""
+    lengths = np.diff(indptr)
+    if not drawn:
+        offsets = (indices[:indptr[-1]] - np.repeat(np.arange(n), lengths)) % n
+        if (not np.any(np.minimum(offsets, n - offsets) > NEAR)
+                or len(np.unique(offsets)) <= STENCIL * lengths.max()):
+            return 0
+    others = 1 if drawn else max(1, int(lengths.max()) - 1)  # a row's neighbour rows
+    per_row = others * lines
+    return min(AHEAD_MAX, PREFETCH_LINES // per_row)
 
 
 @dataclass(eq=False)
@@ -169,7 +194,7 @@ class Batch:
         self.part = aligned((C, nb, 2, dp))  # per-block column sums
         self.means = aligned((C, 2, dp))  # column means of the mixed quantities
         gamma = np.array([c.gamma for c in cells], dtype=np.float64)
-        self.mix = schedule(Ws, gamma, local_steps, topology_y)
+        self.mix = schedule(Ws, gamma, local_steps, self.dp // LANES, topology_y)
         nz = first.noise
         self.oracle = Oracle(np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                              np.array([c.noise.scale for c in cells], dtype=np.float64),

@@ -39,7 +39,7 @@ def update(view, cm, co, node, last):
     quadratics without gaussian noise G keeps no rows: G[i] is recomputed from X[i] and the
     previous step's draw (problems.quadratic.previous_row, as GT does), one array less to stream."""
     Z, Zn, G, X, GS, i, b = view.Z, view.Zn, view.G, view.X, view.GS, node.i, node.b
-    mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
+    mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
     if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
         N, rn, rp, v, u, dv = co.N, node.rn, previous_row(co, node), node.v, node.u, co.dv
         a0, A, B, gamma = co.data.a0, co.data.A, co.data.B, cm.gamma

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels import jit
-from ..kernels.mixing import FUSED_MAX, column_means, mix_row
+from ..kernels.mixing import FUSED_MAX, column_means, mix_row, prefetch_ahead
 from ..kernels.oracles import DIAGONAL, grad_row, noise_at
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
@@ -41,7 +41,7 @@ def update(view, cm, co, node, last):
     Z, Zn, X, i = view.Z, view.Zn, view.X, node.i
     gamma, d = cm.gamma, Zn.shape[1]
     if not DIAGONAL:
-        mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
+        mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
         if last:
             for k in range(d):
                 X[i, k] = Zn[i, k]
@@ -54,9 +54,11 @@ def update(view, cm, co, node, last):
     e0 = cm.indptr[i]
     m = cm.indptr[i + 1] - e0
     if not co.data.hetero and not last and (m == 3 or m == FUSED_MAX):
+        if cm.ahead > 0:
+            prefetch_ahead(Z, i, cm.indptr, cm.indices, cm.ahead)
         fused(Zn, i, Z, cm.indices, cm.w, e0, m, cm.beta, cm.m0, N, rn, v, u, dv, gamma, a0)
     else:
-        mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
+        mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
         if last:
             for k in range(d):
                 X[i, k] = Zn[i, k]

@@ -36,7 +36,7 @@ def update(view, cm, co, node, last):
     On diagonal quadratics without gaussian noise G keeps no rows: G[i] is recomputed from
     X[i] and the previous step's draw (problems.quadratic.previous_row, as GT does)."""
     X, Xn, H, G, i, gamma = view.X, view.Xn, view.H, view.G, node.i, cm.gamma
-    mix_row(Xn, i, X, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
+    mix_row(Xn, i, X, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
     if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
         N, rp, v, u, dv = co.N, previous_row(co, node), node.v, node.u, co.dv
         a0, A, B = co.data.a0, co.data.A, co.data.B

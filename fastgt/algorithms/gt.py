@@ -51,11 +51,11 @@ def update(view, cm, co, node, last):
     # (measured 1.5-3 s less cold compile, same speed)
     for q in range(2):
         out, src, mq = (Xn, X, cm.m0) if q == 0 else (Yn, Y, cm.m1)
-        mix_row(out, i, src, cm.indptr, cm.indices, cm.w, cm.beta, mq)
+        mix_row(out, i, src, cm.indptr, cm.indices, cm.w, cm.beta, mq, cm.ahead)
     if cm.ysep:  # topology_y: x' from W Y, then Y's own mix (a call site of its own: the
         for k in range(d):  # plain step keeps the loop above exactly as it was)
             Xn[i, k] = Xn[i, k] - cm.gamma * Yn[i, k]
-        mix_row(Yn, i, Y, cm.yindptr, cm.yindices, cm.yw, cm.ybeta, cm.m1)
+        mix_row(Yn, i, Y, cm.yindptr, cm.yindices, cm.yw, cm.ybeta, cm.m1, cm.yahead)
     gamma = 0.0 if cm.ysep else cm.gamma
     if not DIAGONAL:
         for k in range(d):

@@ -38,13 +38,13 @@ def update(view, cm, co, node, last):
     Z, X, Y, Yn, G, GS, i, b = view.Z, view.X, view.Y, view.Yn, view.G, view.GS, node.i, node.b
     d = X.shape[1]
     if view.ph == 0:
-        mix_row(X, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0)
+        mix_row(X, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
         grad_row(co, node, X, i, GS, b)
         for k in range(d):
             Y[i, k] += GS[b, k] - G[i, k]
             G[i, k] = GS[b, k]
     else:  # Y's own matrix with topology_y (CellMix's y fields are W's otherwise)
-        mix_row(Yn, i, Y, cm.yindptr, cm.yindices, cm.yw, cm.ybeta, cm.m0)
+        mix_row(Yn, i, Y, cm.yindptr, cm.yindices, cm.yw, cm.ybeta, cm.m0, cm.yahead)
         for k in range(d):
             x = X[i, k]
             Z[i, k] = x

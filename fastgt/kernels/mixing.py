@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
+from .rounding import prefetch_row
 
 #: index 0 as a typed int64 for kernel calls: a literal 0 argument would make numba compile
 #: one more copy of the callee (a Literal[int](0) signature)
@@ -36,7 +37,20 @@ def block_range(b, nb, n):
 
 
 @njit(**INLINE_FLAGS)
-def mix_row(out, i, X, indptr, indices, w, beta, mean):
+def prefetch_ahead(X, i, indptr, indices, ahead):
+    """Hint the CPU to load the rows of X that row i + ahead mixes, while row i is being
+    computed (mix_row, for a matrix whose neighbours are scattered: Mixing.ahead): a
+    random matching's partner, a random graph's neighbours, are rows the hardware
+    prefetcher cannot guess. No effect on any value."""
+    ia = i + ahead
+    if ia < indptr.shape[0] - 1:
+        for e in range(indptr[ia] + 1, indptr[ia + 1]):
+            if indices[e] != indices[e - 1]:  # not a padded row's repeated column
+                prefetch_row(X, indices[e])
+
+
+@njit(**INLINE_FLAGS)
+def mix_row(out, i, X, indptr, indices, w, beta, mean, ahead):
     """out[i] = beta * mean + sum_e w_e X[j_e] over row i's CSR entries e, added in entry
     order. A row's first 3 entries, or first FUSED_MAX if it has that many, take one pass
     (a loop for each of the two counts, vectorizing with its rows' pointers known); every
@@ -45,7 +59,9 @@ def mix_row(out, i, X, indptr, indices, w, beta, mean):
 
     The first product is written before ``beta * mean`` so that FMA contraction fuses each
     product into the running sum (fma(w0, x0, beta * mean), then fma(w1, x1, .), ...): the
-    same roundings as a pass per entry."""
+    same roundings as a pass per entry. ``ahead`` > 0: prefetch_ahead first."""
+    if ahead > 0:  # scattered neighbours (Mixing.ahead): the rows of row i + ahead
+        prefetch_ahead(X, i, indptr, indices, ahead)
     d = out.shape[1]
     e0, e1 = indptr[i], indptr[i + 1]
     rest = e0

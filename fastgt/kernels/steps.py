@@ -20,7 +20,8 @@ and read by field name:
              mixed arrays (d here is the padded row width, Batch.dp; the oracle's d is the
              problem's)
     mix    = Mixing(indptr (Q, n + 1), indices (Q, e), weights (C, Q, e), beta (C, Q),
-                    mean (C,), gamma (C,), local, period, ymat, drawn, own (C, 4 n | 0))
+                    mean (C,), gamma (C,), local, period, ymat, drawn, own (C, 4 n | 0),
+                    ahead (Q,))
              the cells' mixing schedule of Q matrices: ``period`` P matrices of one
              sparsity pattern each (one for a static topology, a period of a time-varying
              one), then the tracking variable's own matrix (topology_y: its index ``ymat``,
@@ -32,7 +33,8 @@ and read by field name:
              every step (kernels/matching.py): its rows are 3 entries (self, partner, the
              partner again with weight 0), their columns drawn at the start of the step
              into the cell's own indices ``own[c, :3 n]`` (own[c, 3 n:]: the shuffle's
-             workspace)
+             workspace); ahead[q] > 0: matrix q's neighbour rows are prefetched that
+             many rows ahead (a drawn matching, a scattered graph: algorithms.base.ahead)
     oracle = Oracle(seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, data)
              xi: the shared draws of each cell's current and previous step (shared_row);
              data: the problem's arrays (its family's namedtuple, kernels/oracles.py)
@@ -64,13 +66,15 @@ from .specialize import template
 
 #: the kernels' bundles (fields: module docstring)
 State = namedtuple("State", "S1 S2 S3 scratch grads part means", module=__name__)
-Mixing = namedtuple("Mixing", "indptr indices weights beta mean gamma local period ymat drawn own",
+Mixing = namedtuple("Mixing", "indptr indices weights beta mean gamma local period ymat drawn own ahead",
                     module=__name__)
 Oracle = namedtuple("Oracle", "seed kind scale xi uv dv d data", module=__name__)
 #: cell c's mixing, as a row update reads it: W's CSR pattern, the cell's weights (nnz,),
 #: mean weight and stepsize, the column means (dp,) of the first and second mixed arrays;
-#: then the same of the tracking variable's matrix (topology_y: ``ysep`` True) or of W again
-CellMix = namedtuple("CellMix", "indptr indices w beta gamma m0 m1 yindptr yindices yw ybeta ysep",
+#: then the same of the tracking variable's matrix (topology_y: ``ysep`` True) or of W again;
+#: how many rows ahead mix_row prefetches each one's neighbour rows (Mixing.ahead)
+CellMix = namedtuple("CellMix",
+                     "indptr indices w beta gamma m0 m1 yindptr yindices yw ybeta ysep ahead yahead",
                      module=__name__)
 
 
@@ -132,7 +136,7 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     cm = CellMix(mix.indptr[p], own if p == mix.drawn else mix.indices[p],
                  mix.weights[c, p], mix.beta[c, p], mix.gamma[c], state.means[c, 0],
                  state.means[c, 1], mix.indptr[py], own if py == mix.drawn else mix.indices[py],
-                 mix.weights[c, py], mix.beta[c, py], ysep)
+                 mix.weights[c, py], mix.beta[c, py], ysep, mix.ahead[p], mix.ahead[py])
     sums = mix.mean[c]  # the next step's mean term may need them
     co = CellOracle(kind, oracle.xi if structured else state.scratch[c], shared_row(c, t - 1),
                     oracle.dv, d, oracle.data)

@@ -142,3 +142,26 @@ def test_d2_refuses_time_varying():
 def test_structured_noise_needs_a_static_topology():
     with pytest.raises(fastgt.FastGTError, match="static topology, not random_matching"):
         fastgt.run(topology="random_matching", n=8, noise="structured", d=2, steps=5)
+
+
+@pytest.mark.parametrize("name, params, d, ahead", [
+    ("ring", {"n": 100}, 10, [0]),
+    ("torus", {"rows": 20, "cols": 30}, 10, [0]),  # stencils: rows stream in order
+    ("one_peer_exponential", {"n": 100}, 10, [0] * 7),
+    ("random_matching", {"n": 100}, 10, [4]),  # one partner, 2-line rows
+    ("random_matching", {"n": 100}, 600, [0]),  # 75-line rows: past 64 lines in flight
+    ("random_matching", {"n": 100}, 200, [2]),
+    ("erdos_renyi", {"n": 100, "prob": 0.1, "seed": 0}, 10, [1]),
+])
+def test_scattered_matrices_are_prefetched(name, params, d, ahead):
+    """The kernels prefetch the neighbour rows (kernels/mixing.py: prefetch_ahead) of a
+    drawn matching and of a matrix whose neighbours are scattered: far, and not at the same
+    few offsets in every row; as many rows ahead as keep 64 lines in flight; never the
+    identity that local steps mix with (last in the schedule)."""
+    from fastgt.algorithms.base import schedule
+
+    W = fastgt.topology(name, **params)
+    mix = schedule([W], np.array([0.1]), 1, -(-d // 8))
+    assert mix.ahead.tolist() == ahead + [0]
+    res = fastgt.run(topology=W, d=d, steps=3, record_every=3)  # and the kernels run
+    assert np.isfinite(res.trace["loss_avg"]).all()

@@ -22,10 +22,11 @@ Row helpers write row r of a 2-d array (no per-row views, see mixing.py).
 from collections import namedtuple
 from dataclasses import dataclass, field
 
-from numba import njit
+import numpy as np
+from numba import njit, prange
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
-from .mixing import ROW0
+from .mixing import ROW0, block_range
 from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
 from .rounding import mul
 from .specialize import specialize, template
@@ -75,32 +76,40 @@ def draw_shared(kind, tkey, xi, row, scale, d):
         fill_normals(row_key(tkey, -1), xi, row, scale, d)
 
 
-@template(**NJIT_FLAGS)
+@template(parallel=True, **NJIT_FLAGS)
 def stochastic_grads(t, X, G, E, seed, kind, scale, xi, uv, dv, d, data):
     """G = grad F(X, xi^(t)) for every node of one cell (at t = 0, for recomputed states
     and for tests), through the family's grad_row: the same bits as the step kernels. xi
-    (1, >= d) and uv (1, 2, n) are the cell's own, E (1, >= d) scratch for a gaussian noise
-    row. Rows may be padded past the problem's d with zeros (X, G and the problem's arrays
-    alike): the padding gets no noise and stays zero."""
+    (1, >= d) and uv (1, 2, n) are the cell's own, E (nb, >= d) scratch for a gaussian noise
+    row per block of rows: the nb blocks run in parallel (rows are independent, so any nb
+    gives the same bits; the initial gradient of a 10^6-node run is no serial pass). Rows
+    may be padded past the problem's d with zeros (X, G and the problem's arrays alike):
+    the padding gets no noise and stays zero."""
     tkey = step_key(stream_key(seed, STREAM_NOISE), t)
     draw_shared(kind, tkey, xi, ROW0, scale, d)
-    co = CellOracle(kind, E if kind == GAUSSIAN else xi, ROW0, dv, d, data)
-    for i in range(X.shape[0]):
-        key = row_key(tkey, i)
-        v = u = 0.0  # no noise (xi: zeros, never drawn)
-        if kind == GAUSSIAN:
-            fill_normals(key, E, ROW0, scale, d)
-            v = u = 1.0
-        elif kind == STRUCTURED:
-            v, u = uv[0, 0, i], uv[0, 1, i]
-        grad_row(co, Node(i, ROW0, ROW0, v, u, key), X, i, G, i)
+    nb, n = E.shape[0], X.shape[0]
+    for pb in prange(nb):
+        b = np.int64(pb)  # a parfor's index may be unsigned: rn below must stay an integer
+        lo, hi = block_range(b, nb, n)
+        co = CellOracle(kind, E if kind == GAUSSIAN else xi, ROW0, dv, d, data)
+        rn = b if kind == GAUSSIAN else ROW0
+        for i in range(lo, hi):
+            key = row_key(tkey, i)
+            v = u = 0.0  # no noise (xi: zeros, never drawn)
+            if kind == GAUSSIAN:
+                fill_normals(key, E, b, scale, d)
+                v = u = 1.0
+            elif kind == STRUCTURED:
+                v, u = uv[0, 0, i], uv[0, 1, i]
+            grad_row(co, Node(i, b, rn, v, u, key), X, i, G, i)
 
 
-@njit(**NJIT_FLAGS)
+@njit(parallel=True, **NJIT_FLAGS)
 def normal_matrix(seed, stream, out, scale, d):
-    """out[i, k] = scale * N(0, 1) for k < d from stream ``stream`` of ``seed`` (step 0)."""
+    """out[i, k] = scale * N(0, 1) for k < d from stream ``stream`` of ``seed`` (step 0),
+    rows in parallel (each from its own key: the same bits on any thread count)."""
     tkey = step_key(stream_key(seed, stream), 0)
-    for i in range(out.shape[0]):
+    for i in prange(out.shape[0]):
         fill_normals(row_key(tkey, i), out, i, scale, d)
 
 

@@ -198,3 +198,32 @@ def test_uniform_index_is_uniform_and_independent_of_the_rows_normals(m):
             fill_normals(k, z, r, 1.0, 32)
         corr = np.corrcoef(idx[:, 0], z[:, 0])[0, 1]
         assert abs(corr) < Z / np.sqrt(len(keys))
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "structured"])
+def test_initial_gradients_same_bits_for_any_block_count(kind):
+    """stochastic_grads (initial and recomputed gradients) runs its rows in blocks, in
+    parallel, each block drawing into its own scratch row: one block or 7 give the same
+    bits, on 1 or 2 threads."""
+    import numba
+
+    from fastgt.kernels.oracles import GAUSSIAN, STRUCTURED, stochastic_grads
+    from fastgt.problems.quadratic import KERNELS, QuadData
+
+    n, d = 50, 9
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d))
+    data = QuadData(True, 2.0, rng.uniform(1, 2, size=(n, d)), rng.normal(size=(n, d)))
+    uv = rng.normal(size=(1, 2, n))
+    grads = KERNELS.compile((stochastic_grads,)).stochastic_grads
+    code = GAUSSIAN if kind == "gaussian" else STRUCTURED
+    outs = []
+    for blocks, threads in ((1, 1), (7, 1), (7, max_threads())):
+        numba.set_num_threads(threads)
+        G = np.zeros((n, d))
+        grads(3, X, G, np.zeros((blocks, d)), 11, code, 0.5, np.zeros((1, d)), uv, 4, d, data)
+        outs.append(G)
+    numba.set_num_threads(max_threads())
+    assert np.all(outs[0] != 0)
+    for G in outs[1:]:
+        np.testing.assert_array_equal(outs[0], G)

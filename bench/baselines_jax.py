@@ -83,8 +83,9 @@ def oracle(n: int, d: int, sigma2: float, structured):
 
 # Each algorithm: (mix, grad, gamma) -> init(X0, key) -> state, step(state, key) -> state,
 # iterates(state) -> (X, Y or None); one gradient (one key) per step, as in baselines.py.
-def gt(mix, grad, gamma):
-    """Gradient Tracking: X' = W (X - gamma Y); G' = g(X'); Y' = W Y + G' - G; Y(0) = G(0)."""
+def tracking(mix, grad, gamma, next_y):
+    """GT's and ATC-GT's shape: X' = W (X - gamma Y); G' = g(X'); Y' = next_y(Y, G', G);
+    Y(0) = G(0)."""
     def init(X, key):
         G = grad(X, key)
         return X, G, G
@@ -93,9 +94,14 @@ def gt(mix, grad, gamma):
         X, Y, G = s
         Xn = mix(X - gamma * Y)
         Gn = grad(Xn, key)
-        return Xn, mix(Y) + Gn - G, Gn
+        return Xn, next_y(Y, Gn, G), Gn
 
     return init, step, lambda s: (s[0], s[1])
+
+
+def gt(mix, grad, gamma):
+    """Gradient Tracking: Y' = W Y + G' - G."""
+    return tracking(mix, grad, gamma, lambda Y, Gn, G: mix(Y) + Gn - G)
 
 
 def dsgd(mix, grad, gamma):
@@ -135,18 +141,8 @@ def extra(mix, grad, gamma):
 
 
 def gt_atc(mix, grad, gamma):
-    """ATC-GT: X' = W (X - gamma Y); Y' = W (Y + G' - G); Y(0) = G(0)."""
-    def init(X, key):
-        G = grad(X, key)
-        return X, G, G
-
-    def step(s, key):
-        X, Y, G = s
-        Xn = mix(X - gamma * Y)
-        Gn = grad(Xn, key)
-        return Xn, mix(Y + Gn - G), Gn
-
-    return init, step, lambda s: (s[0], s[1])
+    """ATC-GT: Y' = W (Y + G' - G)."""
+    return tracking(mix, grad, gamma, lambda Y, Gn, G: mix(Y + Gn - G))
 
 
 def centralized(mix, grad, gamma):

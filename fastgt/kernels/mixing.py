@@ -44,9 +44,12 @@ def prefetch_ahead(X, i, indptr, indices, ahead):
     prefetcher cannot guess. No effect on any value."""
     ia = i + ahead
     if ia < indptr.shape[0] - 1:
-        for e in range(indptr[ia] + 1, indptr[ia + 1]):
-            if indices[e] != indices[e - 1]:  # not a padded row's repeated column
-                prefetch_row(X, indices[e])
+        e0 = indptr[ia]
+        for e in range(e0, indptr[ia + 1]):
+            j = indices[e]
+            # not row ia itself (read in order), nor a padded row's repeated column
+            if j != ia and (e == e0 or j != indices[e - 1]):
+                prefetch_row(X, j)
 
 
 @njit(**INLINE_FLAGS)

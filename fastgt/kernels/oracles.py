@@ -109,7 +109,8 @@ def normal_matrix(seed, stream, out, scale, d):
     """out[i, k] = scale * N(0, 1) for k < d from stream ``stream`` of ``seed`` (step 0),
     rows in parallel (each from its own key: the same bits on any thread count)."""
     tkey = step_key(stream_key(seed, stream), 0)
-    for i in prange(out.shape[0]):
+    for pi in prange(out.shape[0]):
+        i = np.int64(pi)  # a parfor's index may be unsigned: one fill_normals overload
         fill_normals(row_key(tkey, i), out, i, scale, d)
 
 

@@ -1,5 +1,6 @@
 """Shared fixtures: a catalogue of small, connected mixing matrices (n ~ 10-40)."""
 
+import background
 import pytest
 
 import fastgt
@@ -31,3 +32,19 @@ def one_numba_thread():
     that compare thread counts pass ``threads=`` to fastgt.run explicitly."""
     with numba_threads(1):
         yield
+
+
+def pytest_collection_modifyitems(items):
+    """Start the background jobs of the selected tests (tests/background.py) and run those
+    tests last."""
+    items[:] = background.start(items)
+
+
+def pytest_sessionfinish():
+    background.stop()
+
+
+@pytest.fixture
+def background_result(request):
+    """What the test's background job returned (tests/background.py)."""
+    return background.result(request.node.nodeid)

@@ -1,13 +1,15 @@
 """The compile cache: a cold warm-up fills it once, with one machine-code copy per kernel,
-and the announcement of a compile appears exactly when one happens."""
+and the announcement of a compile appears exactly when one happens. Each test's child
+processes compile for a minute on a cold cache: they run in the background, beside the rest
+of the suite (tests/background.py), and the tests check what they found at the end."""
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from background import run
 
 import fastgt
 
@@ -21,18 +23,27 @@ print(repr(r.state["X"].tobytes().hex()))
 """
 
 
-@pytest.mark.slow
-def test_cold_warmup_compiles_each_kernel_once(tmp_path):
-    """A cold cache (a fresh directory) ends with exactly one cached overload per kernel (no
-    call passes a literal that would force a second copy of its callee), and a warm
-    process then compiles nothing and gives the same numbers."""
+def cold_then_warm(tmp_path: Path) -> tuple:
+    """A cold warm-up in a fresh cache directory, then a warm process: (the numba overloads
+    of each kernel cached, the cache files after each, both outputs)."""
     env = dict(os.environ, FASTGT_CACHE_DIR=str(tmp_path))
-    cold = subprocess.run([sys.executable, "-c", CHECK], env=env, capture_output=True,
-                          text=True, check=True)
+    cold = run([sys.executable, "-c", CHECK], env=env)
     overloads = {}
     for f in tmp_path.rglob("*.nbc"):
         name = f.name.split(".py")[0]  # module.function-line
         overloads[name] = overloads.get(name, 0) + 1
+    files = _entries(tmp_path)
+    warm = run([sys.executable, "-c", CHECK], env=env)
+    return overloads, files, _entries(tmp_path), cold, warm
+
+
+@pytest.mark.slow
+@pytest.mark.background.with_args(cold_then_warm)
+def test_cold_warmup_compiles_each_kernel_once(background_result):
+    """A cold cache (a fresh directory) ends with exactly one cached overload per kernel (no
+    call passes a literal that would force a second copy of its callee), and a warm
+    process then compiles nothing and gives the same numbers."""
+    overloads, files, files_after, cold, warm = background_result
     from fastgt.algorithms import ALGORITHMS
 
     assert {k.split("-")[0] for k in overloads} >= {
@@ -41,12 +52,9 @@ def test_cold_warmup_compiles_each_kernel_once(tmp_path):
         *(f"{a.templates[0].__module__.rsplit('.', 1)[1]}.blocks_quadratic"
           for a in ALGORITHMS.values())}  # centralized's are D-SGD's
     assert all(v == 1 for v in overloads.values()), overloads
-    files = _entries(tmp_path)
-    warm = subprocess.run([sys.executable, "-c", CHECK], env=env, capture_output=True,
-                          text=True, check=True)
     assert warm.stdout == cold.stdout
     assert "compiling" not in warm.stderr
-    assert _entries(tmp_path) == files  # nothing compiled again (the driver's pointer type)
+    assert files_after == files  # nothing compiled again (the driver's pointer type)
 
 
 RUN = """
@@ -62,12 +70,9 @@ def _entries(cache: Path) -> dict:
     return {f: f.stat().st_mtime_ns for f in cache.rglob("*.nb[ic]")}
 
 
-@pytest.mark.slow
-def test_two_copies_sharing_a_cache_announce_a_compile_exactly_when_it_happens(tmp_path):
-    """Two copies of the package (another directory, other file times, the same sources:
-    one cache directory, FASTGT_CACHE_DIR) used in turn: numba keeps each copy's entries
-    apart (by directory path), so each compiles once; the announcement comes with those
-    two compiles and never after (it came on every run when the copies took turns)."""
+def copies_in_turn(tmp_path: Path) -> list:
+    """Two copies of the package used in turn with one cache: (announced, compiled) of each
+    run, each copy twice."""
     cache = tmp_path / "cache"
     copies = []
     for name in ("a", "b"):
@@ -81,13 +86,22 @@ def test_two_copies_sharing_a_cache_announce_a_compile_exactly_when_it_happens(t
         """(announced, compiled) for one run with ``copy``."""
         before = _entries(cache)
         env = dict(os.environ, FASTGT_CACHE_DIR=str(cache), PYTHONPATH=str(copy))
-        proc = subprocess.run([sys.executable, "-c", RUN], env=env, cwd=copy,
-                              capture_output=True, text=True, check=True)
+        proc = run([sys.executable, "-c", RUN], env=env, cwd=copy)
         assert proc.stdout.startswith(str(copy / "fastgt")), proc.stdout
         return ANNOUNCEMENT in proc.stderr, _entries(cache) != before
 
-    turns = [use(copy) for copy in copies + copies]
-    assert turns == [(True, True), (True, True), (False, False), (False, False)]
+    return [use(copy) for copy in copies + copies]
+
+
+@pytest.mark.slow
+@pytest.mark.background.with_args(copies_in_turn)
+def test_two_copies_sharing_a_cache_announce_a_compile_exactly_when_it_happens(
+        background_result):
+    """Two copies of the package (another directory, other file times, the same sources:
+    one cache directory, FASTGT_CACHE_DIR) used in turn: numba keeps each copy's entries
+    apart (by directory path), so each compiles once; the announcement comes with those
+    two compiles and never after (it came on every run when the copies took turns)."""
+    assert background_result == [(True, True), (True, True), (False, False), (False, False)]
 
 
 ONE = """
@@ -99,15 +113,20 @@ print(runtime.is_warm("extra"), runtime.is_warm("gt"))
 """
 
 
+def one_algorithm(tmp_path: Path) -> tuple:
+    """A run of EXTRA on a cold cache: (its output, the block functions compiled)."""
+    env = dict(os.environ, FASTGT_CACHE_DIR=str(tmp_path))
+    out = run([sys.executable, "-c", ONE], env=env)
+    return out, {f.name.split(".py")[0].split("-")[0] for f in tmp_path.rglob("*.nbc")
+                 if ".blocks_" in f.name}
+
+
 @pytest.mark.slow
-def test_a_run_compiles_only_its_own_algorithm(tmp_path):
+@pytest.mark.background.with_args(one_algorithm)
+def test_a_run_compiles_only_its_own_algorithm(background_result):
     """On a cold cache a run of one algorithm compiles its block function and the shared
     kernels, never the other algorithms' (each costs seconds), and says which."""
-    env = dict(os.environ, FASTGT_CACHE_DIR=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", ONE], env=env, capture_output=True, text=True,
-                         check=True)
+    out, blocks = background_result
     assert out.stdout.split() == ["True", "False"]
     assert "compiling the kernels of extra once" in out.stderr
-    blocks = {f.name.split(".py")[0].split("-")[0] for f in tmp_path.rglob("*.nbc")
-              if ".blocks_" in f.name}
     assert blocks == {"extra.blocks_quadratic"}

@@ -1,12 +1,12 @@
 """Time GT and D-SGD steps of fastgt against numpy-dense, scipy-sparse and jax, in the same run.
 
     python bench/bench_steps.py [--quick] [--json out.json] [--threads 1,2] [--n 300,3000]
-                                [--setups A,B] [--no-paper]
+                                [--setups A,B,0] [--no-paper]
     python bench/bench_steps.py --against REF [--pairs 5] [--quick] [--json out.json]
-                                [--threads 1,2] [--n ...] [--setups A,B]
+                                [--threads 1,2] [--n ...] [--setups A,B,0]
 
-f_i = ||x||^2 with the paper's Setup A (i.i.d. Gaussian gradient noise) and Setup B
-(structured noise), d = 100, on ring, interp_ring (alpha 0.5) and a near-square torus,
+f_i = ||x||^2 with the paper's Setup A (i.i.d. Gaussian gradient noise), Setup B
+(structured noise) or, --setups 0, no noise (exact gradients), d = 100, on ring, interp_ring (alpha 0.5) and a near-square torus,
 for every n and thread count asked. The jax baseline (bench/baselines_jax.py) runs when
 jax imports (pip install -e '.[bench]'), else it is skipped with a note. Each thread count
 runs in a fresh child process with NUMBA/OMP/OPENBLAS/MKL_NUM_THREADS and XLA_FLAGS set,
@@ -68,7 +68,9 @@ TARGETS = {300: (10.0, 5.0), 3000: (50.0, 5.0)}  # 1 thread: min speedup vs (den
 PARALLEL_N, PARALLEL_BOUND, PARALLEL_SPEEDUP = 30000, 2.0, 1.7
 DENSE_MAX = 5000  # numpy-dense needs an n x n W: skipped beyond (7.2 GB at n = 30000)
 CHECK_STEPS, CHECK_TOL = 5, 1e-10
-NOISES = {"A": "gaussian", "B": "structured"}  # the paper's Setups A and B
+NOISES = {"A": "gaussian", "B": "structured", "0": "none"}  # the paper's Setups A, B; noiseless
+#: the setups' noise variance (noiseless: 0) and normals drawn per element (limits.bound)
+VARIANCE = {"A": SIGMA2, "B": SIGMA2, "0": 0.0}
 PAPER = {"algorithm": "gt", "topology": "ring", "n": 300, "record_every": 100}
 SETTLE_S = 0.15  # pause before each timed block when threads > 1 (see common.interleaved_timings)
 
@@ -116,7 +118,7 @@ class FastgtRun:
         from fastgt.problems import make_noise
 
         prob = fastgt.problem("quadratic").build(W.n, x0.shape[1])
-        noise = make_noise(NOISES[setup], sigma2, x0.shape[1], W)  # sigma2 = 0: noiseless
+        noise = make_noise(NOISES[setup], sigma2, x0.shape[1], W)
         self.algo = ALGORITHMS[algorithm]
         self.batch = Batch([Cell(W, noise, gamma, seed, x0)], prob, self.algo.mixing)
         self.arrays = self.algo.init(self.batch)
@@ -213,7 +215,8 @@ def check_same(algorithm: str, W, mixers: dict) -> float:
 def time_case(algorithm: str, W, mixers: dict, cfg: dict, setup: str) -> dict:
     """Interleaved repeats of every engine on one case; ns per node-dim-step and ratios."""
     x0 = np.random.default_rng(1).standard_normal((W.n, D))
-    runs = {e: make_run(e, algorithm, W, mixers, x0, SIGMA2, setup) for e in ("fastgt", *mixers)}
+    runs = {e: make_run(e, algorithm, W, mixers, x0, VARIANCE[setup], setup)
+            for e in ("fastgt", *mixers)}
     advances = {e: r.advance for e, r in runs.items()}
     steps = {e: common.steps_for(a, cfg["target_s"]) for e, a in advances.items()}
     samples, share = common.interleaved_timings(advances, steps, cfg["repeats"], cfg["settle_s"])
@@ -304,8 +307,8 @@ def child(args, threads: int, out_path: str) -> None:
                 diff = check_same(algo, W, mixers)
                 for setup in args.setups:
                     case = time_case(algo, W, mixers, cfg, setup)
-                    bound = limits.bound(lim, algo, n, D, 1.0 if setup == "A" else 1.0 / n,
-                                         stores_g=setup == "A")
+                    normals = {"A": 1.0, "B": 1.0 / n, "0": 0.0}[setup]
+                    bound = limits.bound(lim, algo, n, D, normals, stores_g=setup == "A")
                     ratio = (case["ns"]["fastgt"]["median"] / bound["bound_serial"]
                              if bound["bound_serial"] > 0.01 else None)
                     case["bound"] = bound | {"ratio": ratio}
@@ -521,9 +524,10 @@ def case_id(case: dict) -> str:
 def ab_run(case: dict, W, steps: int, threads: int, record_every: int):
     import fastgt
 
-    return fastgt.run(algorithm=case["algorithm"], topology=W, noise=NOISES[case["setup"]], d=D,
-                      stepsize=GAMMA, sigma2=SIGMA2, steps=steps, record_every=record_every,
-                      seed=0, threads=threads)
+    setup = case["setup"]
+    return fastgt.run(algorithm=case["algorithm"], topology=W, noise=NOISES[setup], d=D,
+                      stepsize=GAMMA, sigma2=VARIANCE[setup], steps=steps,
+                      record_every=record_every, seed=0, threads=threads)
 
 
 def checksum(case: dict, W, threads: int) -> str:
@@ -740,8 +744,8 @@ def parse_args(argv=None):
     p.add_argument("--n", type=common.int_list, default=None, help="node counts (default 300,3000)")
     p.add_argument("--no-paper", action="store_true", help="skip the paper-size job")
     p.add_argument("--setups", type=lambda v: [x.strip().upper() for x in v.split(",") if x.strip()],
-                   default=["A", "B"], help="noise setups: A (i.i.d. gaussian), B (structured); "
-                   "default A,B")
+                   default=["A", "B"], help="noise setups: A (i.i.d. gaussian), B (structured), "
+                   "0 (noiseless); default A,B")
     p.add_argument("--against", metavar="REF",
                    help="A/B mode: this checkout's fastgt against git revision REF's, "
                    "interleaved child processes (default n: 300,3000 on 1 thread, "

@@ -23,7 +23,8 @@ from collections import namedtuple
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels.mixing import column_means, mix_row
-from ..kernels.oracles import DIAGONAL, grad_row
+from ..kernels.oracles import DIAGONAL, NONE, grad_row
+from ..kernels.rounding import mul
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
 from ..problems.quadratic import grad_het, grad_hom, previous_row
@@ -76,11 +77,16 @@ def update(view, cm, co, node, last):
                 gk = grad_het(N, rn, k, v, u, dv, x, A, B, i)
                 Yn[i, k] += gk - grad_het(N, rp, k, v, u, dv, X[i, k], A, B, i)
                 Xn[i, k] = x
-        else:
+        elif co.kind != NONE:
             for k in range(d):
                 x = Xn[i, k] - gamma * Yn[i, k]
                 gk = grad_hom(N, rn, k, v, u, dv, x, a0)
                 Yn[i, k] += gk - grad_hom(N, rp, k, v, u, dv, X[i, k], a0)
+                Xn[i, k] = x
+        else:  # no noise: grad_hom's noise term is exactly 0, fma(a0, x, 0) = mul(a0, x)
+            for k in range(d):
+                x = Xn[i, k] - gamma * Yn[i, k]
+                Yn[i, k] += mul(a0, x) - mul(a0, X[i, k])
                 Xn[i, k] = x
     elif co.data.hetero:
         for k in range(d):

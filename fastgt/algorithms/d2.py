@@ -21,10 +21,10 @@ import numpy as np
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels.mixing import column_means, mix_row
-from ..kernels.oracles import DIAGONAL, grad_row
+from ..kernels.oracles import DIAGONAL, NONE, grad_row
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..problems.quadratic import grad_het, grad_hom, previous_row
+from ..problems.quadratic import grad_exact, grad_het, grad_het_exact, grad_hom, previous_row
 from .base import Algorithm, Costs, gradient_rows, gradients, initial_point
 
 #: cell c's views: Z now and next, G, X, a gradient row per block, the next buffer of the
@@ -43,17 +43,29 @@ def update(view, cm, co, node, last):
     if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
         N, rn, rp, v, u, dv = co.N, node.rn, previous_row(co, node), node.v, node.u, co.dv
         a0, A, B, gamma = co.data.a0, co.data.A, co.data.B, cm.gamma
-        if co.data.hetero:  # a loop each (a test inside the loop stops it vectorizing)
+        # a loop each (a test inside the loop stops it vectorizing)
+        if co.data.hetero and co.kind != NONE:
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
                 Zn[i, k] = 2.0 * x - xp - gamma * (grad_het(N, rn, k, v, u, dv, x, A, B, i)
                                                    - grad_het(N, rp, k, v, u, dv, xp, A, B, i))
                 X[i, k] = x
-        else:
+        elif co.data.hetero:  # no noise (grad_het_exact: the same bits)
+            for k in range(Zn.shape[1]):
+                x, xp = Zn[i, k], X[i, k]
+                Zn[i, k] = 2.0 * x - xp - gamma * (grad_het_exact(k, x, A, B, i)
+                                                   - grad_het_exact(k, xp, A, B, i))
+                X[i, k] = x
+        elif co.kind != NONE:
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
                 Zn[i, k] = 2.0 * x - xp - gamma * (grad_hom(N, rn, k, v, u, dv, x, a0)
                                                    - grad_hom(N, rp, k, v, u, dv, xp, a0))
+                X[i, k] = x
+        else:  # no noise (grad_exact: the same bits)
+            for k in range(Zn.shape[1]):
+                x, xp = Zn[i, k], X[i, k]
+                Zn[i, k] = 2.0 * x - xp - gamma * (grad_exact(x, a0) - grad_exact(xp, a0))
                 X[i, k] = x
         return
     grad_row(co, node, Zn, i, GS, b)

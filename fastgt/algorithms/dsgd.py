@@ -63,11 +63,16 @@ def update(view, cm, co, node, last):
         if last:
             for k in range(d):
                 X[i, k] = Zn[i, k]
-        if co.data.hetero:
+        if co.data.hetero and co.kind != NONE:
             A, B = co.data.A, co.data.B
             for k in range(d):
                 x = Zn[i, k]
                 Zn[i, k] = x - gamma * (noise_at(N, rn, k, v, u, dv) + (A[i, k] * x - B[i, k]))
+        elif co.data.hetero:  # no noise: 0 + r is r, the same bits
+            A, B = co.data.A, co.data.B
+            for k in range(d):
+                x = Zn[i, k]
+                Zn[i, k] = x - gamma * (A[i, k] * x - B[i, k])
         else:
             for k in range(d):
                 x = Zn[i, k]

@@ -19,10 +19,10 @@ import numpy as np
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels.mixing import column_means, mix_row
-from ..kernels.oracles import DIAGONAL, grad_row
+from ..kernels.oracles import DIAGONAL, NONE, grad_row
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..problems.quadratic import grad_het, grad_hom, previous_row
+from ..problems.quadratic import grad_exact, grad_het, grad_het_exact, grad_hom, previous_row
 from .base import Algorithm, Costs, gradient_rows, gradients, initial_point
 
 #: cell c's views: X now and next, H, G, the next buffer of the mixed array
@@ -40,16 +40,29 @@ def update(view, cm, co, node, last):
     if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
         N, rp, v, u, dv = co.N, previous_row(co, node), node.v, node.u, co.dv
         a0, A, B = co.data.a0, co.data.A, co.data.B
-        if co.data.hetero:  # a loop each (a test inside the loop stops it vectorizing)
+        # a loop each (a test inside the loop stops it vectorizing)
+        if co.data.hetero and co.kind != NONE:
             for k in range(Xn.shape[1]):
                 x, w = X[i, k], Xn[i, k]
                 g = grad_het(N, rp, k, v, u, dv, x, A, B, i)
                 Xn[i, k] = x + w - gamma * g - H[i, k]
                 H[i, k] = 0.5 * (x + w) - gamma * g
-        else:
+        elif co.data.hetero:  # no noise (grad_het_exact: the same bits)
+            for k in range(Xn.shape[1]):
+                x, w = X[i, k], Xn[i, k]
+                g = grad_het_exact(k, x, A, B, i)
+                Xn[i, k] = x + w - gamma * g - H[i, k]
+                H[i, k] = 0.5 * (x + w) - gamma * g
+        elif co.kind != NONE:
             for k in range(Xn.shape[1]):
                 x, w = X[i, k], Xn[i, k]
                 g = grad_hom(N, rp, k, v, u, dv, x, a0)
+                Xn[i, k] = x + w - gamma * g - H[i, k]
+                H[i, k] = 0.5 * (x + w) - gamma * g
+        else:  # no noise (grad_exact: the same bits)
+            for k in range(Xn.shape[1]):
+                x, w = X[i, k], Xn[i, k]
+                g = grad_exact(x, a0)
                 Xn[i, k] = x + w - gamma * g - H[i, k]
                 H[i, k] = 0.5 * (x + w) - gamma * g
         return

@@ -24,10 +24,9 @@ from collections import namedtuple
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import DIAGONAL, NONE, grad_row
-from ..kernels.rounding import mul
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..problems.quadratic import grad_het, grad_hom, previous_row
+from ..problems.quadratic import grad_exact, grad_het, grad_het_exact, grad_hom, previous_row
 from .base import Algorithm, Batch, Costs, gradient_rows, gradients, initial_point
 
 #: cell c's views: X, Y now and next, G (rows, or none), a gradient row per block, the next
@@ -71,11 +70,17 @@ def update(view, cm, co, node, last):
     a0, A, B = co.data.a0, co.data.A, co.data.B
     if G.shape[0] == 0:
         rp = previous_row(co, node)
-        if co.data.hetero:
+        if co.data.hetero and co.kind != NONE:
             for k in range(d):
                 x = Xn[i, k] - gamma * Yn[i, k]
                 gk = grad_het(N, rn, k, v, u, dv, x, A, B, i)
                 Yn[i, k] += gk - grad_het(N, rp, k, v, u, dv, X[i, k], A, B, i)
+                Xn[i, k] = x
+        elif co.data.hetero:  # no noise (grad_het_exact: the same bits)
+            for k in range(d):
+                x = Xn[i, k] - gamma * Yn[i, k]
+                Yn[i, k] += (grad_het_exact(k, x, A, B, i)
+                             - grad_het_exact(k, X[i, k], A, B, i))
                 Xn[i, k] = x
         elif co.kind != NONE:
             for k in range(d):
@@ -83,10 +88,10 @@ def update(view, cm, co, node, last):
                 gk = grad_hom(N, rn, k, v, u, dv, x, a0)
                 Yn[i, k] += gk - grad_hom(N, rp, k, v, u, dv, X[i, k], a0)
                 Xn[i, k] = x
-        else:  # no noise: grad_hom's noise term is exactly 0, fma(a0, x, 0) = mul(a0, x)
+        else:  # no noise (grad_exact: the same bits)
             for k in range(d):
                 x = Xn[i, k] - gamma * Yn[i, k]
-                Yn[i, k] += mul(a0, x) - mul(a0, X[i, k])
+                Yn[i, k] += grad_exact(x, a0) - grad_exact(X[i, k], a0)
                 Xn[i, k] = x
     elif co.data.hetero:
         for k in range(d):

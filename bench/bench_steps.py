@@ -344,9 +344,11 @@ def confine_jax(threads: int) -> None:
 
 
 def xla_flags(threads: int) -> str:
-    """XLA_FLAGS that keep jax's CPU backend to ``threads`` threads (after any flags set)."""
-    mine = ("--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" if threads == 1
-            else f"intra_op_parallelism_threads={threads}")
+    """XLA_FLAGS for a child of ``threads`` threads (after any flags set): one thread keeps
+    Eigen's matrix kernels on the calling thread; XLA has no flag for a thread count (a
+    bare ``intra_op_parallelism_threads=2``, a TensorFlow option, made XLA abort reading it
+    as a file name), so confine_jax sets the CPUs its thread pools use."""
+    mine = "--xla_cpu_multi_thread_eigen=false" if threads == 1 else ""
     return f"{os.environ.get('XLA_FLAGS', '')} {mine}".strip()
 
 

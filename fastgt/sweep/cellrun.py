@@ -178,10 +178,16 @@ def versions() -> dict:
 def worker_init(driver_pid: int) -> None:
     """Start of a worker process: leave Ctrl-C to the driver (which stops the workers), and
     exit if the driver dies (a killed sweep leaves no orphan computing or holding pipes)."""
+    import multiprocessing
     import signal
     import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # numba guards the start of its threading layer with an interprocess lock, a named
+    # semaphore, when the start method has "fork" in its name (a forkserver child's has); a
+    # worker the driver terminates (Ctrl-C) never unlinks it, and the resource tracker warned
+    # of it at exit. A worker starts no processes: with "spawn" numba's lock is a no-op.
+    multiprocessing.set_start_method("spawn", force=True)
     start = process_start(driver_pid)
 
     def watch():

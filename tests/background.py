@@ -44,12 +44,13 @@ def run(args, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
-def start(items: list) -> list:
-    """Start the jobs of the marked items among ``items``; return ``items`` with those last."""
+def start(items: list, launch: bool = True) -> list:
+    """Start the jobs of the marked items among ``items`` (if ``launch``); return
+    ``items`` with those last."""
     global _pool, _root
     marked = [item for item in items if item.get_closest_marker("background")]
-    if not marked:
-        return items
+    if not marked or not launch:
+        return [item for item in items if item not in marked] + marked
     _root = Path(tempfile.mkdtemp(prefix="fastgt-background-"))
     _pool = ThreadPoolExecutor(1, thread_name_prefix="background")
     for k, item in enumerate(marked):

@@ -34,10 +34,11 @@ def one_numba_thread():
         yield
 
 
-def pytest_collection_modifyitems(items):
+@pytest.hookimpl(trylast=True)  # after -k / -m have deselected what they deselect
+def pytest_collection_modifyitems(config, items):
     """Start the background jobs of the selected tests (tests/background.py) and run those
-    tests last."""
-    items[:] = background.start(items)
+    tests last; --collect-only starts none."""
+    items[:] = background.start(items, launch=not config.option.collectonly)
 
 
 def pytest_sessionfinish():

@@ -18,7 +18,7 @@ from numba import njit
 from ..config import INLINE_FLAGS
 from ..errors import FastGTError, bad, check_float, check_int
 from ..kernels.metrics import quadratic_metrics
-from ..kernels.oracles import STRUCTURED, ProblemKernels, noise_at, noise_weight
+from ..kernels.oracles import NONE, STRUCTURED, ProblemKernels, noise_at, noise_weight
 from ..kernels.rounding import fma, mul
 from .base import Problem
 
@@ -68,12 +68,18 @@ def previous_row(co, node):
 def grad_row(co, node, X, r, G, q):
     """The family's hook (kernels/oracles.py): G[q] = node i's noisy gradient at X[r]."""
     data, N, rn, v, u, i = co.data, co.N, node.rn, node.v, node.u, node.i
-    if data.hetero:
+    if data.hetero and co.kind != NONE:
         for k in range(X.shape[1]):
             G[q, k] = grad_het(N, rn, k, v, u, co.dv, X[r, k], data.A, data.B, i)
-    else:
+    elif data.hetero:  # no noise: the same bits without loading the noise row
+        for k in range(X.shape[1]):
+            G[q, k] = grad_het_exact(k, X[r, k], data.A, data.B, i)
+    elif co.kind != NONE:
         for k in range(X.shape[1]):
             G[q, k] = grad_hom(N, rn, k, v, u, co.dv, X[r, k], data.a0)
+    else:
+        for k in range(X.shape[1]):
+            G[q, k] = grad_exact(X[r, k], data.a0)
 
 
 KERNELS = ProblemKernels("quadratic", grad_row, diagonal=True,

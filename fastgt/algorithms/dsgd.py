@@ -22,6 +22,7 @@ from ..kernels.mixing import FUSED_MAX, column_means, mix_row, prefetch_ahead
 from ..kernels.oracles import DIAGONAL, NONE, grad_row, noise_at
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
+from ..problems.quadratic import grad_het_exact
 from .base import Algorithm, Batch, Costs, initial_point
 
 #: cell c's views: Z now and next, X, a gradient row per block, the next buffer of the
@@ -68,11 +69,11 @@ def update(view, cm, co, node, last):
             for k in range(d):
                 x = Zn[i, k]
                 Zn[i, k] = x - gamma * (noise_at(N, rn, k, v, u, dv) + (A[i, k] * x - B[i, k]))
-        elif co.data.hetero:  # no noise: 0 + r is r, the same bits
+        elif co.data.hetero:  # no noise: 0 + r is r (grad_het_exact: the same bits)
             A, B = co.data.A, co.data.B
             for k in range(d):
                 x = Zn[i, k]
-                Zn[i, k] = x - gamma * (A[i, k] * x - B[i, k])
+                Zn[i, k] = x - gamma * grad_het_exact(k, x, A, B, i)
         else:
             for k in range(d):
                 x = Zn[i, k]

@@ -24,6 +24,10 @@ BLOCK_FLAGS = dict(NJIT_FLAGS, _nrt=False)
 #: small helpers are inlined at numba-IR level, so that LLVM sees (and vectorizes) whole loops
 INLINE_FLAGS = dict(NJIT_FLAGS, inline="always")
 
+#: the element types a run's state may have (``dtype``; arithmetic is float64 either way):
+#: float32 halves the state's memory and a step's traffic
+DTYPES = ("float64", "float32")
+
 #: a run counts as diverged when a metric is not finite or loss_nodes exceeds
 #: DIVERGE_FACTOR * max(1, loss_nodes at step 0)
 DIVERGE_FACTOR = 1e12

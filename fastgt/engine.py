@@ -116,7 +116,7 @@ class Plan:
 def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
             noise: str = "gaussian", d: int = 100, steps: int = 1000, record_every: int = 100,
             parallel: str = "auto", local_steps: int = 1, allow_unstable: bool = False,
-            topology_y=None) -> Plan:
+            topology_y=None, dtype: str = "float64") -> Plan:
     """Check every argument (one-line FastGTError) and build the problem instance; see
     fastgt.run_batch for their meaning."""
     t_start = time.perf_counter()
@@ -127,6 +127,7 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     local_steps = 1 if local_steps is None else PARAMS["local_steps"].validate("local_steps",
                                                                                local_steps)
     check_choice("parallel", parallel, ("auto", "cells", "blocks"))
+    dtype = "float64" if dtype is None else PARAMS["dtype"].validate("dtype", dtype)
     spec = get_problem(problem)
     if not cells:
         raise bad("cells", cells, "a non-empty list of dicts")
@@ -146,7 +147,7 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     shared = {"algorithm": algo.name, "problem": spec.name,
               **{f"problem_{k}": v for k, v in spec.params.items() if np.isscalar(v)},
               "noise": noise, "d": d, "steps": steps, "record_every": record_every,
-              "local_steps": local_steps}
+              "local_steps": local_steps, "dtype": dtype}
     if wy is not None:
         shared["topology_y"] = wy.describe()
     return Plan(algo, parsed, prob, shared, steps, record_every, parallel, t_start, wy)
@@ -160,7 +161,8 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
     if threads is None and len(parsed) == 1 and parsed[0].W.n * prob.d < SMALL_RUN:
         threads = 1
     with numba_threads(threads) as nthreads:
-        batch = Batch(parsed, prob, algo.mixing, shared["local_steps"], plan.topology_y)
+        batch = Batch(parsed, prob, algo.mixing, shared["local_steps"], plan.topology_y,
+                      shared["dtype"])
         arrays = algo.init(batch)
         recs = [_Recorder(algo, arrays, c, batch) for c in range(batch.C)]
         by_cells = parallel == "cells" or (parallel == "auto" and 1 < nthreads <= batch.C)

@@ -74,6 +74,12 @@ class Param:
         return value
 
 
+def _dtypes():
+    from .config import DTYPES
+
+    return DTYPES
+
+
 def _algorithms():
     from .algorithms import ALGORITHMS
 
@@ -177,6 +183,9 @@ _DECLARED = [
           _table, tables="table"),
     Param("allow_unstable", bool, "run", "run an algorithm on a topology outside its stability "
           "condition (d2: lambda_n(W) > -1/3) and let the divergence be recorded"),
+    Param("dtype", str, "run", "element type of the state: float64 (default) or float32 (half "
+          "the memory and traffic; arithmetic stays float64, rounded where stored)",
+          choices=_dtypes),
     # ------------------------------------------------------------- topology
     Param("n", int, "topology", "number of nodes", _int(2)),
     Param("self_weight", float, "topology",

@@ -17,7 +17,8 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
         noise: str = "gaussian", sigma2: float = 1.0, d: int = 100, stepsize: float = 0.01,
         steps: int = 1000, record_every: int = 100, seed: int = 0, x0=None,
         threads: int | None = None, progress=None, local_steps: int = 1,
-        allow_unstable: bool = False, topology_y=None, **params) -> RunResult:
+        allow_unstable: bool = False, topology_y=None, dtype: str = "float64",
+        **params) -> RunResult:
     """Simulate ``algorithm`` (a name of fastgt.algorithms.ALGORITHMS: gt, centralized, d2,
     dsgd, extra, gt_atc) on mixing matrix ``topology``.
 
@@ -37,6 +38,9 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     topology_y (gt, gt_atc): a second, static mixing matrix of the same n for the tracking
     variable y (the paper's different mixing for x and y): a MixingMatrix or a topology
     table, ``{"topology": "ring", "n": 30, "self_weight": 0.5}``.
+    dtype: "float64" or "float32", the element type of the state (X, Y, G, ...): float32
+    halves the memory and the traffic of a step; the kernels still compute in float64 and
+    round where they store, and ``state`` holds float32 arrays (docs/engine.md).
     A parameter that neither the topology nor the problem takes is refused by name.
     """
     if params or isinstance(topology, str):
@@ -47,27 +51,27 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     return run_batch([cell], algorithm=algorithm, problem=problem, noise=noise, d=d, steps=steps,
                      record_every=record_every, threads=threads, progress=progress,
                      local_steps=local_steps, allow_unstable=allow_unstable,
-                     topology_y=topology_y)[0]
+                     topology_y=topology_y, dtype=dtype)[0]
 
 
 def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
               noise: str = "gaussian", d: int = 100, steps: int = 1000, record_every: int = 100,
               threads: int | None = None, progress=None, parallel: str = "auto",
               local_steps: int = 1, allow_unstable: bool = False,
-              topology_y=None) -> list[RunResult]:
+              topology_y=None, dtype: str = "float64") -> list[RunResult]:
     """Several runs advanced together by one compiled loop; results equal ``run``'s bit for bit.
 
     Each cell is a dict with ``topology`` (a MixingMatrix or TimeVarying) and optionally
     ``stepsize``, ``sigma2``, ``seed``, ``x0`` (defaults as in ``run``); all topologies must
     share one sparsity pattern (e.g. interp_ring with several alphas, rings with several self
-    weights); ``topology_y`` (as in ``run``) is shared by all.
+    weights); ``topology_y`` and ``dtype`` (as in ``run``) are shared by all.
     parallel: "cells" (each thread advances whole cells: no per-step barrier), "blocks"
     (every step split over row blocks) or "auto" (cells when there are at least as many
     cells as threads). The choice changes the speed, never the numbers.
     """
     plan = prepare(cells, algorithm, problem, noise, d, steps, record_every, parallel,
                    local_steps, allow_unstable,
-                   None if topology_y is None else table_topology(topology_y))
+                   None if topology_y is None else table_topology(topology_y), dtype)
     # after the checks: a typo never waits for a compile
-    ensure_warm((plan.algo.name,), plan.problem.kernels)
+    ensure_warm((plan.algo.name,), plan.problem.kernels, plan.shared["dtype"])
     return execute(plan, threads, progress)

@@ -18,31 +18,39 @@ from .problems.quadratic import KERNELS as QUADRATIC
 from .topology import topology
 
 
-def warmup(verbose: bool = False, algorithms=None, kernels=QUADRATIC) -> float:
+def warmup(verbose: bool = False, algorithms=None, kernels=QUADRATIC,
+           dtype: str = "float64") -> float:
     """Compile (or load from the cache) the kernels of ``algorithms`` (default: all) on the
-    problem family of ``kernels`` with the argument types runs use, and mark each warm;
-    returns the seconds taken. The kernels every algorithm shares compile with the first.
+    problem family of ``kernels`` with the argument types runs use, for a state of
+    ``dtype``, and mark each warm; returns the seconds taken. The kernels every algorithm
+    shares compile with the first.
 
     (Filling a cold cache in two processes, a helper compiling part of the kernels, was
     tried and measured 18-24 s against 21-26 s in one on this 2-vCPU host: not kept.)
     """
     with cache_in(None):  # its tiny problems' optima belong to no sweep
-        return _warmup(verbose, algorithms, kernels)
+        return _warmup(verbose, algorithms, kernels, dtype)
 
 
-def _warmup(verbose: bool, algorithms, kernels) -> float:
+def unit(algorithm: str, dtype: str) -> str:
+    """The name under which ``algorithm``'s kernels for a state of ``dtype`` are marked warm
+    (float32 states compile copies of their own)."""
+    return algorithm if dtype == "float64" else f"{algorithm}-{dtype}"
+
+
+def _warmup(verbose: bool, algorithms, kernels, dtype: str) -> float:
     t = time.perf_counter()
     W = topology("ring", n=8)
     (prob0, noise0), rest = kernels.warm[0], kernels.warm[1:]
     for algo in ALGORITHMS if algorithms is None else algorithms:
         for prob, noise in ((prob0, noise0), *rest):
             execute(prepare([{"topology": W}], algo, prob, noise, d=3, steps=2,
-                            record_every=1), threads=1)
+                            record_every=1, dtype=dtype), threads=1)
         execute(prepare([{"topology": W}, {"topology": W, "seed": 1}], algo, prob0, noise0,
-                        d=3, steps=2, parallel="cells"))
+                        d=3, steps=2, parallel="cells", dtype=dtype))
         execute(prepare([{"topology": topology("complete", n=8)}], algo, prob0, noise0, d=3,
-                        steps=2, record_every=1), threads=1)
-        runtime.mark_warm(algo, kernels)
+                        steps=2, record_every=1, dtype=dtype), threads=1)
+        runtime.mark_warm(unit(algo, dtype), kernels)
     dt = time.perf_counter() - t
     if verbose:
         print(f"fastgt kernels ready in {dt:.1f} s (cache: {runtime.cache_dir()})")
@@ -66,17 +74,19 @@ def families() -> list:
     return list(found.values())
 
 
-def ensure_warm(algorithms=("gt",), kernels=QUADRATIC) -> None:
-    """Compile the kernels of ``algorithms`` on the family of ``kernels`` now if this
-    machine has not yet for this copy of fastgt, saying so (the announcement appears
-    exactly when numba compiles, see runtime._marker). A family without warm-up runs
-    compiles on first use."""
+def ensure_warm(algorithms=("gt",), kernels=QUADRATIC, dtype: str = "float64") -> None:
+    """Compile the kernels of ``algorithms`` on the family of ``kernels`` (for a state of
+    ``dtype``) now if this machine has not yet for this copy of fastgt, saying so (the
+    announcement appears exactly when numba compiles, see runtime._marker). A family
+    without warm-up runs compiles on first use."""
     if not kernels.warm:
         return
-    cold = [a for a in dict.fromkeys(algorithms) if not runtime.is_warm(a, kernels)]
+    cold = [a for a in dict.fromkeys(algorithms) if not runtime.is_warm(unit(a, dtype), kernels)]
     if not cold:
         return
     what = "" if kernels is QUADRATIC else f" for {kernels.family} problems"
+    what += "" if dtype == "float64" else f" ({dtype})"
+    ahead = "`fastgt warmup`" + ("" if dtype == "float64" else f" --dtype {dtype}")
     print(f"fastgt: compiling the kernels of {', '.join(cold)}{what} once for this machine "
-          "(about 10-30 s; `fastgt warmup` does it ahead)...", file=sys.stderr, flush=True)
-    warmup(algorithms=cold, kernels=kernels)
+          f"(about 10-30 s; {ahead} does it ahead)...", file=sys.stderr, flush=True)
+    warmup(algorithms=cold, kernels=kernels, dtype=dtype)

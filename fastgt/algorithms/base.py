@@ -26,15 +26,23 @@ NEAR, STENCIL, AHEAD_MAX, PREFETCH_LINES = 16, 2, 4, 64
 SAMPLE = 4096
 
 
-def aligned(shape, at: int = 0) -> np.ndarray:
-    """A zeroed float64 array whose data starts ``at`` bytes (a multiple of LINE) past a
-    page boundary (np.zeros: calloc, so a big one costs no pass of its own). numpy's arrays
-    start 16 bytes past a line, so a 64-byte vector load of a row would span two lines
-    (measured: steps 3-10% slower, AVX-512); ``at`` staggers arrays (see Batch.new_rows)."""
-    size = int(np.prod(shape))
-    buf = np.zeros(size + PAGE // 8)
-    skip = ((at - buf.ctypes.data) % PAGE) // 8
+def aligned(shape, at: int = 0, dtype=np.float64) -> np.ndarray:
+    """A zeroed array (float64 unless ``dtype``) whose data starts ``at`` bytes (a multiple
+    of LINE) past a page boundary (np.zeros: calloc, so a big one costs no pass of its own).
+    numpy's arrays start 16 bytes past a line, so a 64-byte vector load of a row would span
+    two lines (measured: steps 3-10% slower, AVX-512); ``at`` staggers arrays (see
+    Batch.new_rows)."""
+    size, item = int(np.prod(shape)), np.dtype(dtype).itemsize
+    buf = np.zeros(size + PAGE // item, dtype=dtype)
+    skip = ((at - buf.ctypes.data) % PAGE) // item
     return buf[skip:skip + size].reshape(shape)
+
+
+def wide(a: np.ndarray) -> np.ndarray:
+    """``a`` as float64 (``a`` itself when it is): initialisations compute in float64 and
+    round where they store, as the kernels do (numpy would compute a float32 array times a
+    Python float in float32)."""
+    return a.astype(np.float64, copy=False)
 
 
 def padded(M: np.ndarray, dp: int) -> np.ndarray:
@@ -54,7 +62,7 @@ def gradient_rows(batch, *lead: int, at: int = 512) -> np.ndarray:
     same bits, one array less to stream per step)."""
     if batch.oracle.kind == GAUSSIAN or not batch.problem.kernels.diagonal:
         return batch.new_rows(batch.C, *lead, at=at)
-    return aligned((batch.C, *lead, 0, batch.dp))
+    return aligned((batch.C, *lead, 0, batch.dp), dtype=batch.dtype)
 
 
 def gradients(batch, G: np.ndarray, X: np.ndarray, c: int, t: int):
@@ -79,7 +87,7 @@ def initial_point(out: np.ndarray, x0, seed: int, d: int) -> None:
         normal_matrix(seed, STREAM_X0, out, 1.0, d)
         return
     try:
-        x0 = np.asarray(x0, dtype=np.float64)
+        x0 = np.asarray(x0, dtype=np.float64)  # rounded to the state's type when stored
     except (TypeError, ValueError):
         raise bad("x0", x0, "an (n, d) array of numbers") from None
     if x0.shape != (out.shape[0], d):
@@ -174,7 +182,7 @@ class Batch:
     gives the n x d values."""
 
     def __init__(self, cells: list[Cell], problem, mixing: Callable | None = None,
-                 local_steps: int = 1, topology_y=None):
+                 local_steps: int = 1, topology_y=None, dtype: str = "float64"):
         first = cells[0]
         Ws = [mixing(c.W) if mixing else c.W for c in cells]  # what the kernels mix with
         for cell in cells[1:]:
@@ -184,14 +192,19 @@ class Batch:
         self.pointers: dict = {}  # algorithm name -> its block function's pointer (advance)
         C, n, d = len(cells), first.W.n, problem.d
         self.C, self.n, self.d = C, n, d
-        self.dp = dp = -(-d // LANES) * LANES
+        self.dtype = np.dtype(dtype)  # of the state arrays (new_rows); all else is float64
+        item = self.dtype.itemsize
+        # whole lines of the state's rows (16 floats, 8 doubles): float64 rows of dp (sums,
+        # scratch, the problem's arrays) are then whole lines too
+        lanes = LINE // item
+        self.dp = dp = -(-d // lanes) * lanes
         # rows per state buffer: n and up to 63 zero rows more, so that the two buffers of
         # a pair start half a page apart (the closest to it there is): a row of x(t) and
         # the same row of x(t+1), read and written in one pass, would otherwise share their
         # address bits 11..0 whenever 64 divides n (n = 10^6: a torus step 35% slower, the
         # loads falsely waiting on the stores: 4K aliasing)
         self.rows = n + min(range(LANES * LANES),
-                            key=lambda e: abs((n + e) * dp * 8 % PAGE - PAGE // 2))
+                            key=lambda e: abs((n + e) * dp * item % PAGE - PAGE // 2))
         nb = int(n_blocks(n))
         # per-block noise row, padded to whole 16-double groups: the generator's vector loop
         # then runs no scalar remainder (the values of coordinates < d do not change)
@@ -201,7 +214,7 @@ class Batch:
         self.part = aligned((C, nb, 2, dp))  # per-block column sums
         self.means = aligned((C, 2, dp))  # column means of the mixed quantities
         gamma = np.array([c.gamma for c in cells], dtype=np.float64)
-        self.mix = schedule(Ws, gamma, local_steps, self.dp // LANES, topology_y)
+        self.mix = schedule(Ws, gamma, local_steps, self.dp * item // LINE, topology_y)
         nz = first.noise
         self.oracle = Oracle(np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                              np.array([c.noise.scale for c in cells], dtype=np.float64),
@@ -212,7 +225,7 @@ class Batch:
         """A zeroed state array of shape (*lead, rows, dp) starting ``at`` bytes past a
         page: the step kernels read and write rows of several such arrays in one pass, so
         each gets its own quarter or eighth of a page (4K aliasing, as for ``rows``)."""
-        return aligned((*lead, self.rows, self.dp), at)
+        return aligned((*lead, self.rows, self.dp), at, self.dtype)
 
     def widen(self, M: np.ndarray) -> np.ndarray:
         """M (rows, d) with its rows padded with zeros to dp (the problem's arrays, as the

@@ -22,10 +22,11 @@ import numpy as np
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import DIAGONAL, NONE, grad_row
+from ..kernels.rounding import stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
 from ..problems.quadratic import grad_exact, grad_het, grad_het_exact, grad_hom, previous_row
-from .base import Algorithm, Costs, gradient_rows, gradients, initial_point
+from .base import Algorithm, Costs, gradient_rows, gradients, initial_point, wide
 
 #: cell c's views: Z now and next, G, X, a gradient row per block, the next buffer of the
 #: mixed array
@@ -37,7 +38,8 @@ def update(view, cm, co, node, last):
     """Row i: x' = (W Z)_i, g' = node i's stochastic gradient at x',
     Zn[i] = 2 x' - X[i] - gamma (g' - G[i]), then X[i] = x', G[i] = g'. On diagonal
     quadratics without gaussian noise G keeps no rows: G[i] is recomputed from X[i] and the
-    previous step's draw (problems.quadratic.previous_row, as GT does), one array less to stream."""
+    previous step's draw (problems.quadratic.previous_row, as GT does), one array less to stream.
+    Gradients are taken as G would hold them (stored: rounded for a float32 state)."""
     Z, Zn, G, X, GS, i, b = view.Z, view.Zn, view.G, view.X, view.GS, node.i, node.b
     mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
     if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
@@ -47,33 +49,37 @@ def update(view, cm, co, node, last):
         if co.data.hetero and co.kind != NONE:
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
-                Zn[i, k] = 2.0 * x - xp - gamma * (grad_het(N, rn, k, v, u, dv, x, A, B, i)
-                                                   - grad_het(N, rp, k, v, u, dv, xp, A, B, i))
+                g = stored(Zn, grad_het(N, rn, k, v, u, dv, x, A, B, i))
+                gp = stored(Zn, grad_het(N, rp, k, v, u, dv, xp, A, B, i))
+                Zn[i, k] = 2.0 * x - xp - gamma * (g - gp)
                 X[i, k] = x
         elif co.data.hetero:  # no noise (grad_het_exact: the same bits)
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
-                Zn[i, k] = 2.0 * x - xp - gamma * (grad_het_exact(k, x, A, B, i)
-                                                   - grad_het_exact(k, xp, A, B, i))
+                g = stored(Zn, grad_het_exact(k, x, A, B, i))
+                gp = stored(Zn, grad_het_exact(k, xp, A, B, i))
+                Zn[i, k] = 2.0 * x - xp - gamma * (g - gp)
                 X[i, k] = x
         elif co.kind != NONE:
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
-                Zn[i, k] = 2.0 * x - xp - gamma * (grad_hom(N, rn, k, v, u, dv, x, a0)
-                                                   - grad_hom(N, rp, k, v, u, dv, xp, a0))
+                g = stored(Zn, grad_hom(N, rn, k, v, u, dv, x, a0))
+                gp = stored(Zn, grad_hom(N, rp, k, v, u, dv, xp, a0))
+                Zn[i, k] = 2.0 * x - xp - gamma * (g - gp)
                 X[i, k] = x
         else:  # no noise (grad_exact: the same bits)
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
-                Zn[i, k] = 2.0 * x - xp - gamma * (grad_exact(x, a0) - grad_exact(xp, a0))
+                g, gp = stored(Zn, grad_exact(x, a0)), stored(Zn, grad_exact(xp, a0))
+                Zn[i, k] = 2.0 * x - xp - gamma * (g - gp)
                 X[i, k] = x
         return
     grad_row(co, node, Zn, i, GS, b)
     for k in range(Zn.shape[1]):
-        x = Zn[i, k]
-        Zn[i, k] = 2.0 * x - X[i, k] - cm.gamma * (GS[b, k] - G[i, k])
+        x, g = Zn[i, k], stored(G, GS[b, k])
+        Zn[i, k] = 2.0 * x - X[i, k] - cm.gamma * (g - G[i, k])
         X[i, k] = x
-        G[i, k] = GS[b, k]
+        G[i, k] = g
 
 
 @template(**BLOCK_FLAGS)
@@ -94,7 +100,7 @@ def init(batch):
         initial_point(x, cell.x0, cell.seed, batch.d)
         g = batch.used(G2[c, 0]) if len(G2[c, 0]) else np.zeros_like(x)
         batch.grads(0, x, g, c)
-        np.subtract(x, cell.gamma * g, out=z)
+        z[:] = wide(x) - cell.gamma * wide(g)
         column_means(z, batch.part[c], 0, batch.means[c, 0])
     return arrays
 

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels import jit
 from ..kernels.mixing import FUSED_MAX, column_means, mix_row, prefetch_ahead
 from ..kernels.oracles import DIAGONAL, NONE, grad_row, noise_at
+from ..kernels.rounding import stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
 from ..problems.quadratic import grad_het_exact
-from .base import Algorithm, Batch, Costs, initial_point
+from .base import Algorithm, Batch, Costs, initial_point, wide
 
 #: cell c's views: Z now and next, X, a gradient row per block, the next buffer of the
 #: mixed array
@@ -87,30 +86,32 @@ def fused(Zn, i, Z, indices, w, e0, m, beta, mean, noisy, N, rn, v, u, dv, gamma
     its own rather than an option of mix_row, where the choice inside the loop stopped it
     vectorizing (measured 6 ns/elem instead of 0.5). Without noise (``noisy`` False) the
     loops leave out the noise term, which is then exactly zero: fma(a0, x, 0) is a0 x
-    rounded (the same bits), and each element loads two arrays instead of three."""
+    rounded (the same bits), and each element loads two arrays instead of three. The mixed
+    x is taken as Zn would hold it (stored: rounded for a float32 state), as the unfused
+    pass reads it back."""
     d = Zn.shape[1]
     j0, w0, j1, w1 = indices[e0], w[e0], indices[e0 + 1], w[e0 + 1]
     j2, w2 = indices[e0 + 2], w[e0 + 2]
     if m == 3:
         if noisy:
             for k in range(d):
-                x = w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
+                x = stored(Zn, w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k])
                 Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
         else:
             for k in range(d):
-                x = w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
+                x = stored(Zn, w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k])
                 Zn[i, k] = x - gamma * (a0 * x)
         return
     j3, w3, j4, w4 = indices[e0 + 3], w[e0 + 3], indices[e0 + 4], w[e0 + 4]
     if noisy:
         for k in range(d):
-            x = (w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
-                 + w3 * Z[j3, k] + w4 * Z[j4, k])
+            x = stored(Zn, w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
+                       + w3 * Z[j3, k] + w4 * Z[j4, k])
             Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
     else:
         for k in range(d):
-            x = (w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
-                 + w3 * Z[j3, k] + w4 * Z[j4, k])
+            x = stored(Zn, w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
+                       + w3 * Z[j3, k] + w4 * Z[j4, k])
             Zn[i, k] = x - gamma * (a0 * x)
 
 
@@ -136,8 +137,7 @@ def init(batch: Batch, at_mean: bool = False) -> tuple:
         if at_mean:
             x[:] = x.mean(axis=0)
         batch.grads(0, x, g, c)  # Z2[c, 1] holds g(0)
-        np.multiply(g, -cell.gamma, out=z)
-        z += x
+        z[:] = wide(g) * -cell.gamma + x
         column_means(z, batch.part[c], 0, batch.means[c, 0])
     return arrays
 

@@ -20,6 +20,7 @@ import numpy as np
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import DIAGONAL, NONE, grad_row
+from ..kernels.rounding import stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
 from ..problems.quadratic import grad_exact, grad_het, grad_het_exact, grad_hom, previous_row
@@ -34,7 +35,8 @@ def update(view, cm, co, node, last):
     """Row i: w = (W X)_i into Xn[i], then x' = X[i] + w - gamma G[i] - H[i],
     H[i] = (X[i] + w) / 2 - gamma G[i], Xn[i] = x', G[i] = node i's stochastic gradient at x'.
     On diagonal quadratics without gaussian noise G keeps no rows: G[i] is recomputed from
-    X[i] and the previous step's draw (problems.quadratic.previous_row, as GT does)."""
+    X[i] and the previous step's draw (problems.quadratic.previous_row, as GT does), as G
+    would hold it (stored: rounded for a float32 state)."""
     X, Xn, H, G, i, gamma = view.X, view.Xn, view.H, view.G, node.i, cm.gamma
     mix_row(Xn, i, X, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
     if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
@@ -44,25 +46,25 @@ def update(view, cm, co, node, last):
         if co.data.hetero and co.kind != NONE:
             for k in range(Xn.shape[1]):
                 x, w = X[i, k], Xn[i, k]
-                g = grad_het(N, rp, k, v, u, dv, x, A, B, i)
+                g = stored(Xn, grad_het(N, rp, k, v, u, dv, x, A, B, i))
                 Xn[i, k] = x + w - gamma * g - H[i, k]
                 H[i, k] = 0.5 * (x + w) - gamma * g
         elif co.data.hetero:  # no noise (grad_het_exact: the same bits)
             for k in range(Xn.shape[1]):
                 x, w = X[i, k], Xn[i, k]
-                g = grad_het_exact(k, x, A, B, i)
+                g = stored(Xn, grad_het_exact(k, x, A, B, i))
                 Xn[i, k] = x + w - gamma * g - H[i, k]
                 H[i, k] = 0.5 * (x + w) - gamma * g
         elif co.kind != NONE:
             for k in range(Xn.shape[1]):
                 x, w = X[i, k], Xn[i, k]
-                g = grad_hom(N, rp, k, v, u, dv, x, a0)
+                g = stored(Xn, grad_hom(N, rp, k, v, u, dv, x, a0))
                 Xn[i, k] = x + w - gamma * g - H[i, k]
                 H[i, k] = 0.5 * (x + w) - gamma * g
         else:  # no noise (grad_exact: the same bits)
             for k in range(Xn.shape[1]):
                 x, w = X[i, k], Xn[i, k]
-                g = grad_exact(x, a0)
+                g = stored(Xn, grad_exact(x, a0))
                 Xn[i, k] = x + w - gamma * g - H[i, k]
                 H[i, k] = 0.5 * (x + w) - gamma * g
         return

@@ -24,6 +24,7 @@ from collections import namedtuple
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import DIAGONAL, NONE, grad_row
+from ..kernels.rounding import stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
 from ..problems.quadratic import grad_exact, grad_het, grad_het_exact, grad_hom, previous_row
@@ -63,47 +64,51 @@ def update(view, cm, co, node, last):
         GS, b = view.GS, node.b
         grad_row(co, node, Xn, i, GS, b)
         for k in range(d):
-            Yn[i, k] += GS[b, k] - G[i, k]
-            G[i, k] = GS[b, k]
+            g = stored(G, GS[b, k])
+            Yn[i, k] += g - G[i, k]
+            G[i, k] = g
         return
     N, dv, rn, v, u = co.N, co.dv, node.rn, node.v, node.u
     a0, A, B = co.data.a0, co.data.A, co.data.B
     if G.shape[0] == 0:
         rp = previous_row(co, node)
+        # stored(): x and both gradients as the state holds them (float32 state: rounded,
+        # so that the recomputed gradient is the one stored G would hold; float64: as is)
         if co.data.hetero and co.kind != NONE:
             for k in range(d):
-                x = Xn[i, k] - gamma * Yn[i, k]
-                gk = grad_het(N, rn, k, v, u, dv, x, A, B, i)
-                Yn[i, k] += gk - grad_het(N, rp, k, v, u, dv, X[i, k], A, B, i)
+                x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
+                gk = stored(Xn, grad_het(N, rn, k, v, u, dv, x, A, B, i))
+                Yn[i, k] += gk - stored(Xn, grad_het(N, rp, k, v, u, dv, X[i, k], A, B, i))
                 Xn[i, k] = x
         elif co.data.hetero:  # no noise (grad_het_exact: the same bits)
             for k in range(d):
-                x = Xn[i, k] - gamma * Yn[i, k]
-                Yn[i, k] += (grad_het_exact(k, x, A, B, i)
-                             - grad_het_exact(k, X[i, k], A, B, i))
+                x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
+                Yn[i, k] += (stored(Xn, grad_het_exact(k, x, A, B, i))
+                             - stored(Xn, grad_het_exact(k, X[i, k], A, B, i)))
                 Xn[i, k] = x
         elif co.kind != NONE:
             for k in range(d):
-                x = Xn[i, k] - gamma * Yn[i, k]
-                gk = grad_hom(N, rn, k, v, u, dv, x, a0)
-                Yn[i, k] += gk - grad_hom(N, rp, k, v, u, dv, X[i, k], a0)
+                x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
+                gk = stored(Xn, grad_hom(N, rn, k, v, u, dv, x, a0))
+                Yn[i, k] += gk - stored(Xn, grad_hom(N, rp, k, v, u, dv, X[i, k], a0))
                 Xn[i, k] = x
         else:  # no noise (grad_exact: the same bits)
             for k in range(d):
-                x = Xn[i, k] - gamma * Yn[i, k]
-                Yn[i, k] += grad_exact(x, a0) - grad_exact(X[i, k], a0)
+                x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
+                Yn[i, k] += (stored(Xn, grad_exact(x, a0))
+                             - stored(Xn, grad_exact(X[i, k], a0)))
                 Xn[i, k] = x
     elif co.data.hetero:
         for k in range(d):
-            x = Xn[i, k] - gamma * Yn[i, k]
-            gk = grad_het(N, rn, k, v, u, dv, x, A, B, i)
+            x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
+            gk = stored(G, grad_het(N, rn, k, v, u, dv, x, A, B, i))
             Yn[i, k] += gk - G[i, k]
             G[i, k] = gk
             Xn[i, k] = x
     else:
         for k in range(d):
-            x = Xn[i, k] - gamma * Yn[i, k]
-            gk = grad_hom(N, rn, k, v, u, dv, x, a0)
+            x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
+            gk = stored(G, grad_hom(N, rn, k, v, u, dv, x, a0))
             Yn[i, k] += gk - G[i, k]
             G[i, k] = gk
             Xn[i, k] = x

@@ -16,14 +16,13 @@ Per step: 2 mixes in 2 communication rounds (X, then Y), 1 gradient evaluation.
 
 from collections import namedtuple
 
-import numpy as np
-
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import grad_row
+from ..kernels.rounding import stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from .base import Algorithm, Costs, initial_point
+from .base import Algorithm, Costs, initial_point, wide
 
 #: cell c's views in a phase: Z(t), X's buffer (X(t+1)), Y(t) (V in place), Y(t+1), G, a
 #: gradient row per block, the phase, the array the next phase mixes
@@ -41,8 +40,9 @@ def update(view, cm, co, node, last):
         mix_row(X, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
         grad_row(co, node, X, i, GS, b)
         for k in range(d):
-            Y[i, k] += GS[b, k] - G[i, k]
-            G[i, k] = GS[b, k]
+            g = stored(G, GS[b, k])  # as G holds it (rounded for a float32 state)
+            Y[i, k] += g - G[i, k]
+            G[i, k] = g
     else:  # Y's own matrix with topology_y (CellMix's y fields are W's otherwise)
         mix_row(Yn, i, Y, cm.yindptr, cm.yindices, cm.yw, cm.ybeta, cm.m0, cm.yahead)
         for k in range(d):
@@ -71,7 +71,7 @@ def init(batch):
         initial_point(x, cell.x0, cell.seed, batch.d)
         batch.grads(0, x, g, c)
         y[:] = g
-        np.subtract(x, cell.gamma * y, out=z)
+        z[:] = wide(x) - cell.gamma * wide(y)
         column_means(z, batch.part[c], 0, batch.means[c, 0])
     return arrays
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..config import DTYPES
 from ..errors import FastGTError, WriteFailed
 from ..metrics import METRICS, THEORY_METRICS, TRACE_AXES
 from ..outputs import check_dir, check_file, write_file
@@ -203,14 +204,18 @@ def report_cmd(directory, out, metric, include_transient, curves):
 
 
 @click.command("warmup")
-def warmup():
+@click.option("--dtype", type=click.Choice(DTYPES), multiple=True,
+              help="state types to compile for (repeatable; default float64 only)")
+@user_errors
+def warmup(dtype):
     """Compile (or load from the cache) every kernel now, once per machine (each problem
     family: the quadratics, the problems with data)."""
     from ..warmup import families
     from ..warmup import warmup as do_warmup
 
-    for kernels in families():
-        do_warmup(verbose=True, kernels=kernels)
+    for dt in dtype or ("float64",):
+        for kernels in families():
+            do_warmup(verbose=True, kernels=kernels, dtype=dt)
 
 
 COMMANDS = [topo, run_cmd, table3_cmd, report_cmd, warmup]

@@ -12,12 +12,17 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 F64 = types.float64
+F32 = types.float32
+
+
+#: what fma and mul take: float64, and float32 (an element of a float32 state), widened
+FLOATS = (F64, F32)
 
 
 @intrinsic
 def fma(typingctx, a, b, c):
-    """a * b + c rounded once (llvm.fma.f64)."""
-    if (a, b, c) != (F64, F64, F64):
+    """a * b + c rounded once (llvm.fma.f64; float32 arguments are widened first)."""
+    if not all(t in FLOATS for t in (a, b, c)):
         return None
 
     def codegen(context, builder, sig, args):
@@ -31,14 +36,33 @@ def fma(typingctx, a, b, c):
 
 @intrinsic
 def mul(typingctx, a, b):
-    """a * b rounded on its own: an fmul without fast-math flags, never fused into a sum."""
-    if (a, b) != (F64, F64):
+    """a * b rounded on its own: an fmul without fast-math flags, never fused into a sum
+    (float32 arguments widened first)."""
+    if not all(t in FLOATS for t in (a, b)):
         return None
 
     def codegen(context, builder, sig, args):
         return builder.fmul(args[0], args[1])
 
     return F64(F64, F64), codegen
+
+
+@intrinsic
+def stored(typingctx, arr, v):
+    """The float64 ``v`` as the array ``arr`` holds it, as a float64: rounded to float32 (once)
+    for a float32 array, ``v`` itself for a float64 one. Kernels compute in float64 and round
+    where they store; a value that is stored and also used again (a new iterate's gradient, a
+    gradient that a later step recomputes) goes through this first, so that every use sees the
+    stored bits. Free for float64 arrays: no instruction, the same bits."""
+    if not (isinstance(arr, types.Array) and arr.dtype in (F64, F32) and v == F64):
+        return None
+
+    def codegen(context, builder, sig, args):
+        if sig.args[0].dtype == F32:
+            return builder.fpext(builder.fptrunc(args[1], ir.FloatType()), ir.DoubleType())
+        return args[1]
+
+    return F64(arr, v), codegen
 
 
 def _prefetch_lines(context, builder, ptr, nbytes) -> None:
@@ -70,8 +94,9 @@ def prefetch_row(typingctx, arr, row):
         zero = context.get_constant(types.intp, 0)
         ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [r, zero])
         shape = cgutils.unpack_tuple(builder, ary.shape, 2)
-        _prefetch_lines(context, builder, ptr,
-                        builder.mul(shape[1], context.get_constant(types.intp, 8)))
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(
+            context.get_data_type(aryty.dtype)))
+        _prefetch_lines(context, builder, ptr, builder.mul(shape[1], itemsize))
         return context.get_dummy_value()
 
     return types.void(arr, row), codegen

@@ -37,6 +37,7 @@ def run_arguments(params: dict, topologies: dict | None = None) -> dict:
             **{k: params[k] for k in keys},
             "local_steps": params.get("local_steps", 1),
             "allow_unstable": params.get("allow_unstable", False),
+            "dtype": params.get("dtype", "float64"),
             "topology_y": params.get("topology_y") and table_topology(params["topology_y"],
                                                                       topologies)}
 
@@ -86,7 +87,7 @@ def _run_cells(plist: list[dict], threads: int) -> list[tuple[dict, object, dict
     if len(todo) > 1:
         shared = {k: todo[0].kwargs[k] for k in ("algorithm", "problem", "noise", "d", "steps",
                                                   "record_every", "local_steps",
-                                                  "allow_unstable", "topology_y")}
+                                                  "allow_unstable", "topology_y", "dtype")}
         try:
             results = run_batch([{k: c.kwargs[k] for k in ("topology", "stepsize", "sigma2", "seed")}
                                  for c in todo], threads=threads, **shared)
@@ -204,16 +205,16 @@ def ping() -> int:
 
 
 def warm_cache(units) -> None:
-    """Compile the kernels of the (algorithm, problem) pairs ``units`` once per machine,
-    before workers start (so that they all load them and none compiles)."""
+    """Compile the kernels of the (algorithm, problem, dtype) triples ``units`` once per
+    machine, before workers start (so that they all load them and none compiles)."""
     from ..warmup import ensure_warm, kernels_of
 
     by_family: dict = {}
-    for algo, prob in units:
+    for algo, prob, dtype in units:
         kernels = kernels_of(prob)
-        by_family.setdefault(kernels.family, (kernels, []))[1].append(algo)
-    for kernels, algos in by_family.values():
-        ensure_warm(algos, kernels)
+        by_family.setdefault((kernels.family, dtype), (kernels, []))[1].append(algo)
+    for (_, dtype), (kernels, algos) in by_family.items():
+        ensure_warm(algos, kernels, dtype)
 
 
 def failed_row(message: str) -> dict:

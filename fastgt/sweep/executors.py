@@ -194,7 +194,8 @@ class LocalBackend:
 class DaskBackend:
     """Cells as tasks of a Dask cluster (an existing one, or a LocalCluster on 127.0.0.1)."""
 
-    def __init__(self, scheduler: str, workers: int, threads: int, units=(("gt", "quadratic"),)):
+    def __init__(self, scheduler: str, workers: int, threads: int,
+                 units=(("gt", "quadratic", "float64"),)):
         self.units = list(units)
         try:
             import dask
@@ -271,9 +272,9 @@ def check_executor(executor: str, scheduler: str | None) -> None:
 
 
 def make_backend(executor: str, workers: int, threads: int, scheduler: str | None,
-                 units=(("gt", "quadratic"),)):
+                 units=(("gt", "quadratic", "float64"),)):
     """The one dispatch point: "local" -> LocalBackend, "dask" -> DaskBackend; the kernels
-    of ``units``, the sweep's (algorithm, problem) pairs, are compiled first, once per
+    of ``units``, the sweep's (algorithm, problem, dtype) triples, are compiled first, once per
     machine."""
     check_executor(executor, scheduler)
     if executor == "local":
@@ -326,7 +327,8 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
              "threads_per_worker": threads, "scheduler": scheduler, "driver_pid": os.getpid()}
     backend, pending = None, _Pending(store, sweep, flush_seconds)
     try:
-        units = sorted({(c.params["algorithm"], c.params["problem"]) for c in todo})
+        units = sorted({(c.params["algorithm"], c.params["problem"],
+                         c.params.get("dtype", "float64")) for c in todo})
         backend = make_backend(executor, workers, threads, scheduler, units)
         planner = Planner(todo, backend.slots, max_batch, threads, task_seconds)
         _dispatch(backend, planner, _Skip(store, replace, t0_ns), store, pending, report,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -16,8 +17,9 @@ import numpy as np
 from . import metrics as M
 from .algorithms import Batch, Cell
 from .algorithms import algorithm as get_algorithm
+from .algorithms.base import DRIFT
 from .config import DIVERGE_FACTOR, SMALL_RUN
-from .errors import FastGTError, bad, check_choice, check_float, check_int
+from .errors import FastGTError, FastGTWarning, bad, check_choice, check_float, check_int
 from .kernels.metrics import KERNEL_METRICS
 from .params import PARAMS
 from .problems import SAMPLED, make_noise
@@ -25,6 +27,9 @@ from .problems import problem as get_problem
 from .runtime import numba_threads
 from .topology import MixingMatrix, TimeVarying
 
+#: a float32 run's metric counts as rounding-limited below this many times the floor its
+#: steps' roundings accumulate (_Recorder.rounding_limited)
+ROUNDING_MARGIN = 100.0
 #: parameters that may differ between the cells of one run_batch call
 CELL_KEYS = ("topology", "stepsize", "sigma2", "seed", "x0")
 
@@ -128,6 +133,8 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
                                                                                local_steps)
     check_choice("parallel", parallel, ("auto", "cells", "blocks"))
     dtype = "float64" if dtype is None else PARAMS["dtype"].validate("dtype", dtype)
+    if dtype != "float64" and algo.drifts:
+        warnings.warn(DRIFT.format(name=algo.name), FastGTWarning, stacklevel=4)
     spec = get_problem(problem)
     if not cells:
         raise bad("cells", cells, "a non-empty list of dicts")
@@ -189,6 +196,8 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
                   **({"problem_info": info} if info else {})}
         summary = _summarize(records, rec, loop_time / batch.C, wall / batch.C, nthreads, batch.C)
         summary.update(prob.columns())
+        if batch.dtype != np.float64:
+            summary["rounding_limited"] = rec.rounding_limited(t, summary)
         out.append(RunResult(records, summary, config,
                              LazyState(algo.state(batch, arrays, cur, c, t))))
     return out
@@ -269,6 +278,7 @@ class _Recorder:
         return tuple(np.array(a, dtype=np.int64) for a in (nan, dst, src, checked)) + (computed,)
 
     def record(self, t: int, cur: int) -> None:
+        self.cur = cur  # the buffers of the last record (rounding_limited)
         X, Y = self.algo.iterates(self.batch, self.arrays, cur, self.c)
         has_y = Y is not None
         self.fill(X, Y, has_y, self.part, self.fused)
@@ -286,6 +296,43 @@ class _Recorder:
         if t > 0 and (not np.isfinite(out[checked]).all() or out[self.loss] > self.limit):
             self.status, self.diverged_step = "diverged", t
             self.reason = self._why([(self.declared[j].name, out[j]) for j in checked])
+
+    def rounding_limited(self, steps: int, summary: dict) -> str:
+        """The kernel metrics (comma-separated, "" if none) whose plateau float32 rounding
+        may dominate, with a FastGTWarning naming them. Every step rounds every stored
+        element, by up to eps = an ulp of the state's rms magnitude (over X and Y: Y's
+        roundings move xbar through GT's tracking), independently; a recursion whose modes
+        do not expand accumulates the variance of such perturbations at most linearly in
+        the steps (GT's tracking invariant ybar = gbar, a marginal mode, exactly so). Per
+        step, a perturbation e of independent signs and size eps changes each metric, to
+        second order, by its expectation: consensus and tracking d eps^2 (1 - 1/n);
+        loss_nodes tr(H) eps^2 / 2, loss_avg tr(H) eps^2 / (2 n), grad_norm2
+        tr(H^2) eps^2 / n (H: f's Hessian at xbar, Problem.hessian_traces). A plateau below
+        ROUNDING_MARGIN x steps x that is flagged. D² and EXTRA pile roundings up in their
+        mean (algorithms.base.DRIFT): warned of on every float32 run, beside this. One
+        pass over X and Y; float64 runs are not checked."""
+        if self.status != "ok":
+            return ""
+        X, Y = self.algo.iterates(self.batch, self.arrays, self.cur, self.c)
+        n, d, real = self.batch.n, self.batch.d, self.batch.real
+        last = dict(zip((m.name for m in self.declared), self.out))
+        xbar = real(X).mean(axis=0, dtype=np.float64)
+        squares = [last["consensus"] + xbar @ xbar]  # (1/n) sum_i ||x_i||^2, and y's
+        if Y is not None:
+            ybar = real(Y).mean(axis=0, dtype=np.float64)
+            squares.append(last["tracking"] + ybar @ ybar)
+        eps2 = float(np.spacing(np.float32(np.sqrt(np.mean(squares) / d)))) ** 2
+        tr, tr2 = self.batch.problem.hessian_traces(xbar)
+        per_step = {"loss_avg": 0.5 * tr * eps2 / n, "loss_nodes": 0.5 * tr * eps2,
+                    "consensus": d * eps2 * (1 - 1 / n), "grad_norm2": tr2 * eps2 / n,
+                    "tracking": d * eps2 * (1 - 1 / n)}
+        names = [m for m in KERNEL_METRICS if np.isfinite(summary.get(m, np.nan))
+                 and abs(summary[m]) <= ROUNDING_MARGIN * steps * per_step[m]]
+        if names:
+            warnings.warn(f"dtype float32: rounding of the state may dominate {', '.join(names)} "
+                          "(its plateau is within the floor its steps' roundings accumulate); "
+                          "dtype='float64' measures them", FastGTWarning, stacklevel=4)
+        return ", ".join(names)
 
     def _snapshot(self, X, Y) -> M.Snapshot:
         real = self.batch.real

@@ -86,7 +86,7 @@ def ensure_warm(algorithms=("gt",), kernels=QUADRATIC, dtype: str = "float64") -
         return
     what = "" if kernels is QUADRATIC else f" for {kernels.family} problems"
     what += "" if dtype == "float64" else f" ({dtype})"
-    ahead = "`fastgt warmup`" + ("" if dtype == "float64" else f" --dtype {dtype}")
+    ahead = "`fastgt warmup" + ("" if dtype == "float64" else f" --dtype {dtype}") + "`"
     print(f"fastgt: compiling the kernels of {', '.join(cold)}{what} once for this machine "
           f"(about 10-30 s; {ahead} does it ahead)...", file=sys.stderr, flush=True)
     warmup(algorithms=cold, kernels=kernels, dtype=dtype)

@@ -253,6 +253,16 @@ class Batch:
                                  o.data)
 
 
+#: why a float32 state suits an algorithm with ``drifts`` poorly: its mean obeys
+#: xbar(t+1) - xbar(t) = xbar(t) - xbar(t-1) - gamma (gbar(t) - gbar(t-1)) + r(t), r the
+#: step's rounding of the stored mean; the roundings add up in the velocity, which the
+#: gradient term must cancel: a gradient bias of their sum over gamma, growing with the run
+DRIFT = ("{name} with dtype float32: its mean's second-order recursion sums the state's "
+         "roundings into a gradient bias that grows with the run and with 1/stepsize (a "
+         "noiseless torus at stepsize 1e-3: loss 1e-2 where float64 reaches 1e-11); check "
+         "its results against dtype='float64'")
+
+
 @dataclass(frozen=True)
 class Costs:
     """What one step costs per node: mixes (matrix-vector products with W), gradient
@@ -287,6 +297,8 @@ class Algorithm:
       mean-term reduction of its ``mixed`` arrays (1, or 2 for ATC-GT)
     - ``topology_y``: whether it takes a second matrix for its tracking variable (the row
       update then reads CellMix's y fields, ``ysep`` True)
+    - ``drifts``: its mean obeys a second-order recursion (D², EXTRA), so that a float32
+      state's roundings pile up in it (``DRIFT``: fastgt warns on every float32 run)
     - ``check(W) -> str | None``: why W is outside its stability condition and the remedies
       (d2), refused unless the run allows it (allow_unstable), or None
     The update equation is in the module docstring of each algorithm.
@@ -305,6 +317,7 @@ class Algorithm:
     check: Callable | None = None
     phases: int = 1
     topology_y: bool = False
+    drifts: bool = False
 
     def __post_init__(self):
         if self.mixed not in (1, 2):  # the mean term keeps sums for S1 and S2 (Batch.part)

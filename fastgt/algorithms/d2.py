@@ -26,7 +26,14 @@ from ..kernels.rounding import stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
 from ..problems.quadratic import grad_exact, grad_het, grad_het_exact, grad_hom, previous_row
-from .base import Algorithm, Costs, gradient_rows, gradients, initial_point, wide
+from .base import (
+    Algorithm,
+    Costs,
+    gradient_rows,
+    gradients,
+    initial_point,
+    wide,
+)
 
 #: cell c's views: Z now and next, G, X, a gradient row per block, the next buffer of the
 #: mixed array
@@ -132,4 +139,5 @@ def check(W):
 
 
 ALGORITHM = Algorithm("d2", (blocks, update), 1, Costs(mixes=1, grad_evals=1, comm_rounds=1),
-                      alloc, init, iterates, state, doc=__doc__, check=check)
+                      alloc, init, iterates, state, doc=__doc__, check=check,
+                      drifts=True)

@@ -111,4 +111,4 @@ def state(batch, arrays, cur, c, t):
 
 ALGORITHM = Algorithm("extra", (blocks, update), 1,
                       Costs(mixes=1, grad_evals=1, comm_rounds=1), alloc, init, iterates, state,
-                      doc=__doc__)
+                      doc=__doc__, drifts=True)

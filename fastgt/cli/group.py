@@ -5,9 +5,11 @@ fraction of a second, without numba, pandas or the problem registry."""
 from __future__ import annotations
 
 import importlib
+import warnings
 
 import click
 
+from ..errors import FastGTWarning
 from .exits import EXIT_CODES
 
 #: command -> the module of fastgt.cli that defines it (in its COMMANDS)
@@ -32,3 +34,13 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="fastgt")
 def main():
     """fastgt: fast simulation of Gradient Tracking and D-SGD over sparse graphs."""
+    shown = warnings.showwarning
+
+    def one_line(message, category, *args, **kwargs):
+        """fastgt's own warnings as one line on stderr (not Python's file:line form)."""
+        if issubclass(category, FastGTWarning):
+            click.echo(f"warning: {message}", err=True)
+        else:
+            shown(message, category, *args, **kwargs)
+
+    warnings.showwarning = one_line

@@ -78,6 +78,20 @@ class Problem:
         """grad f(x) = (1/n) sum_i grad f_i(x) at x of shape (d,)."""
         return self.grad(np.broadcast_to(x, (self.n, self.d))).mean(axis=0)
 
+    def hessian_traces(self, x: np.ndarray, probes: int = 4) -> tuple[float, float]:
+        """tr H and tr H^2 of f's Hessian H at x (d,): Hutchinson's estimates (E v^T H v,
+        E ||H v||^2 over Rademacher v) from ``probes`` fixed vectors and central differences
+        of full_grad. A scale for the rounding floors of a float32 run (engine._Recorder.
+        rounding_limited), not an exact value."""
+        rng = np.random.default_rng(0)
+        h = 1e-4 * max(1.0, float(np.sqrt(np.mean(x * x))))
+        t1 = t2 = 0.0
+        for _ in range(probes):
+            v = rng.choice([-1.0, 1.0], size=self.d)
+            Hv = (self.full_grad(x + h * v) - self.full_grad(x - h * v)) / (2 * h)
+            t1, t2 = t1 + v @ Hv, t2 + Hv @ Hv
+        return t1 / probes, t2 / probes
+
     def metrics(self, pad: Callable) -> Callable:
         """fn(X, Y, has_y, part, out): out = [loss_avg, loss_nodes, consensus, grad_norm2,
         tracking] (kernels/metrics.py's KERNEL_METRICS) of n x dp iterates X and Y (padded

@@ -10,7 +10,9 @@ import os
 import socket
 import time
 import traceback
+import warnings
 
+from ..errors import FastGTWarning
 from ..flat import cell_problem, cell_topology, table_topology
 from ..metrics import METRICS, PROBLEM_COLUMNS
 from ..params import PER_CELL
@@ -69,7 +71,10 @@ def run_cells(plist: list[dict], threads: int = 1,
     optima of problems with data are kept (a sweep's DIR/optimum: each solved once)."""
     from ..problems.optimum_cache import cache_in
 
-    with cache_in(optimum_dir):
+    # a cell's warnings live in its row (rounding_limited) or are said once by the driver
+    # (executors.run_sweep: D², EXTRA in float32), not once per cell on a worker's stderr
+    with cache_in(optimum_dir), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FastGTWarning)
         return _run_cells(plist, threads)
 
 
@@ -133,6 +138,8 @@ class _Prepared:
     def finish(self, res) -> None:
         self.row.update({k: res.summary[k] for k in SUMMARY_KEYS})
         self.row["error"] = res.summary["diverged_reason"]  # why a diverged cell stopped
+        # a float32 cell's metrics that its rounding may dominate (None for float64)
+        self.row["rounding_limited"] = res.summary.get("rounding_limited")
         self.row.update({m: res.summary[m] for m in METRICS})
         self.row.update({f"final_{m}": res.summary[f"final_{m}"] for m in METRICS})
         self.row.update({k: res.summary.get(k, math.nan) for k in PROBLEM_COLUMNS})

@@ -26,11 +26,12 @@ import os
 import re
 import sys
 import time
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import FastGTError, check_choice, check_float, check_int
+from ..errors import FastGTError, FastGTWarning, check_choice, check_float, check_int
 from .cellrun import THREAD_ENV, failed_row, ping, run_cells, warm_cache, worker_init
 from .tasks import FLUSH_ROWS, FLUSH_SECONDS, MAX_BATCH, TASK_SECONDS, Planner
 
@@ -271,6 +272,17 @@ def check_executor(executor: str, scheduler: str | None) -> None:
         raise FastGTError("scheduler is only for executor='dask'")
 
 
+def _drift_notes(units) -> None:
+    """The warning a float32 run of D² or EXTRA gives (algorithms.base.DRIFT), once per
+    algorithm of the sweep, by the driver (the workers' runs say nothing)."""
+    from ..algorithms import ALGORITHMS
+    from ..algorithms.base import DRIFT
+
+    for algo in sorted({a for a, _, dtype in units if dtype != "float64"}):
+        if ALGORITHMS[algo].drifts:
+            warnings.warn(DRIFT.format(name=algo), FastGTWarning, stacklevel=3)
+
+
 def make_backend(executor: str, workers: int, threads: int, scheduler: str | None,
                  units=(("gt", "quadratic", "float64"),)):
     """The one dispatch point: "local" -> LocalBackend, "dask" -> DaskBackend; the kernels
@@ -329,6 +341,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     try:
         units = sorted({(c.params["algorithm"], c.params["problem"],
                          c.params.get("dtype", "float64")) for c in todo})
+        _drift_notes(units)
         backend = make_backend(executor, workers, threads, scheduler, units)
         planner = Planner(todo, backend.slots, max_batch, threads, task_seconds)
         _dispatch(backend, planner, _Skip(store, replace, t0_ns), store, pending, report,

@@ -20,9 +20,10 @@ def _cells(n=24, d=5):
 @pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
 @pytest.mark.parametrize("noise", ["gaussian", "structured"])
 @pytest.mark.parametrize("parallel,threads", [("cells", 1), ("cells", 2), ("blocks", 2)])
-def test_batch_equals_separate_runs(algorithm, noise, parallel, threads):
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_batch_equals_separate_runs(algorithm, noise, parallel, threads, dtype):
     kw = {"algorithm": algorithm, "noise": noise, "d": 5, "steps": 37, "record_every": 10,
-          "problem": "hetero_quadratic"}
+          "problem": "hetero_quadratic", "dtype": dtype}
     batch = run_batch(_cells(), threads=threads, parallel=parallel, **kw)
     for cell, got in zip(_cells(), batch):
         ref = fastgt.run(threads=1, **kw, **cell)

@@ -36,14 +36,16 @@ def test_tracking_mean_equals_gradient_mean(name, params, noise):
                                    atol=1e-13 * scale)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("algorithm", list(ALGORITHMS))
-def test_same_seed_same_trajectory_whatever_the_chunking(algorithm):
+def test_same_seed_same_trajectory_whatever_the_chunking(algorithm, dtype):
     """A run of t steps is bit-identical to the first t steps of a longer run with the same
-    seed, whatever record_every (i.e. however the steps are split into kernel calls)."""
+    seed, whatever record_every (i.e. however the steps are split into kernel calls; D-SGD's
+    last step of a call takes its unfused pass: float32 states round x' alike in both)."""
     W = fastgt.topology("interp_ring", n=16, alpha=0.6)
-    long = _run(algorithm, W, 20, 1)
+    long = _run(algorithm, W, 20, 1, dtype=dtype)
     for t, every in ((7, 7), (7, 2), (20, 20), (20, 6)):
-        short = _run(algorithm, W, t, every)
+        short = _run(algorithm, W, t, every, dtype=dtype)
         np.testing.assert_array_equal(short.trace.iloc[-1].to_numpy(),
                                       long.trace.iloc[t].to_numpy())
         if t == 20:
@@ -171,14 +173,16 @@ def test_exact_algorithms_reach_the_optimum_on_heterogeneous_problems(algorithm,
 @pytest.mark.parametrize("algorithm", ["gt", "d2", "extra"])
 @pytest.mark.parametrize("problem", ["quadratic", "hetero_quadratic"])
 @pytest.mark.parametrize("noise", ["structured", "none"])
-def test_previous_gradient_recomputed_to_the_bit(monkeypatch, algorithm, problem, noise):
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_previous_gradient_recomputed_to_the_bit(monkeypatch, algorithm, problem, noise, dtype):
     """With structured or no noise GT, D² and EXTRA keep no G: g(t) is recomputed from x(t)
     and step t's shared draw. Forcing the stored-G path must give the very same bits, and
-    state["G"] must be the gradient the stored path holds."""
+    state["G"] must be the gradient the stored path holds (a float32 state: both paths
+    take x(t) and the gradients rounded as stored)."""
     module = importlib.import_module(f"fastgt.algorithms.{algorithm}")
     W = fastgt.topology("interp_ring", n=24, alpha=0.7, lazy=True)
     kw = {"algorithm": algorithm, "topology": W, "problem": problem, "noise": noise, "d": 11,
-          "steps": 63, "record_every": 7, "seed": 5}
+          "steps": 63, "record_every": 7, "seed": 5, "dtype": dtype}
     rows, lean_rows = module.gradient_rows, []
 
     def counted(batch, *lead, at=512):

@@ -2,7 +2,8 @@
 
 Noiseless runs must agree to 1e-10 relative; noisy runs too, when the reference is fed the
 exact noise matrices fastgt draws. steps is not a multiple of record_every, so the runs
-span several kernel calls of unequal length and a final partial record.
+span several kernel calls of unequal length and a final partial record. Runs with a float32
+state follow the same (float64) reference to RTOL32, what their roundings allow.
 """
 
 import numpy as np
@@ -20,6 +21,11 @@ pytestmark = pytest.mark.usefixtures("one_numba_thread")
 STEPS, RECORD = 23, 5  # records at 0, 5, 10, 15, 20, 23
 GAMMA = 0.1
 RTOL = 1e-10
+#: a float32 state rounds every stored value once, by at most 2^-24 relative; a step stores
+#: each row of its few arrays once (a mix, an update, a gradient), and the steps here do
+#: not expand errors by more than a small factor: 8 roundings per step over STEPS steps
+#: bound the deviation from the float64 reference with a margin (measured: 2e-8 to 1.1e-6)
+RTOL32 = 8 * STEPS * 2.0**-24
 #: every registered algorithm: each needs its dense twin (test_every_algorithm_has_a_twin)
 ALGOS = list(ALGORITHMS)
 
@@ -28,14 +34,14 @@ def _x0(n, d, seed=7):
     return np.random.default_rng(seed).normal(size=(n, d))
 
 
-def _assert_state_close(actual, expected):
-    """max |actual - expected| <= RTOL * max |expected| (relative in the max norm)."""
+def _assert_state_close(actual, expected, rtol=RTOL):
+    """max |actual - expected| <= rtol * max |expected| (relative in the max norm)."""
     assert actual.shape == expected.shape
     err = np.max(np.abs(actual - expected))
-    assert err <= RTOL * np.max(np.abs(expected)), err
+    assert err <= rtol * np.max(np.abs(expected)), err
 
 
-def _assert_trace_close(trace, expected, has_y):
+def _assert_trace_close(trace, expected, has_y, rtol=RTOL):
     """Each metric to RTOL relative, or to 1e-12 of its largest value in the run, or below
     1e-28: a metric that shrank by orders of magnitude (consensus on `complete` is ~1e-32
     after step 1) is the difference of nearly equal numbers and only agrees in absolute
@@ -47,19 +53,23 @@ def _assert_trace_close(trace, expected, has_y):
         if m == "tracking" and not has_y:
             assert np.all(np.isnan(got))
             continue
-        np.testing.assert_allclose(got, want, rtol=RTOL,
-                                   atol=max(1e-12 * np.max(np.abs(want)), 1e-28), err_msg=m)
+        scale = 1e-12 if rtol == RTOL else rtol  # float32: its roundings, of the largest value
+        np.testing.assert_allclose(got, want, rtol=rtol,
+                                   atol=max(scale * np.max(np.abs(want)), 1e-28), err_msg=m)
 
 
 def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=None, seed=5,
-                             local_steps=1):
+                             local_steps=1, dtype="float64"):
     """Run fastgt, replay the run with the reference, compare state and every trace row."""
     res = fastgt.run(algorithm=algorithm, topology=W, problem=problem, noise=noise,
                      sigma2=sigma2, d=d, stepsize=GAMMA, steps=STEPS, record_every=RECORD,
-                     seed=seed, x0=x0, local_steps=local_steps,
+                     seed=seed, x0=x0, local_steps=local_steps, dtype=dtype,
                      allow_unstable=True)  # d2 on a torus: short runs
+    rtol = RTOL if dtype == "float64" else RTOL32
+    assert all(np.asarray(a).dtype == dtype for a in res.state.values())
     if x0 is None:  # the default x0 of the seed
         x0 = ref.default_x0(seed, W.n, d)
+    x0 = np.asarray(x0, dtype=dtype).astype(np.float64)  # as the run stored it
     inst = fastgt.problem(problem).build(W.n, d)
     noise_fn = ref.no_noise(W.n, d) if noise == "none" else ref.fastgt_noise(
         noise, sigma2, d, W, seed)
@@ -69,9 +79,9 @@ def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=Non
     rows = [ref.metrics(inst, states[t]["X"], states[t].get("Y")) for t in rec_steps]
     assert set(res.state) == set(states[-1])
     for key, arr in states[-1].items():
-        _assert_state_close(res.state[key], arr)
+        _assert_state_close(res.state[key], arr, rtol)
     expected = np.column_stack([rec_steps, np.array(rows)])
-    _assert_trace_close(res.trace, expected, "Y" in states[-1])
+    _assert_trace_close(res.trace, expected, "Y" in states[-1], rtol)
 
 
 def test_every_algorithm_has_a_twin():
@@ -105,6 +115,22 @@ def test_local_steps_match_reference(name, params, d, algorithm, local_steps):
     W = fastgt.topology(name, **params)
     _check_against_reference(algorithm, W, d, "hetero_quadratic", "gaussian", sigma2=2.0,
                              x0=_x0(W.n, d), local_steps=local_steps)
+
+
+@pytest.mark.parametrize("problem,noise,local_steps", [("hetero_quadratic", "none", 1),
+                                                       ("quadratic", "gaussian", 1),
+                                                       ("hetero_quadratic", "structured", 3)])
+@pytest.mark.parametrize("algorithm", ALGOS)
+@pytest.mark.parametrize("name,params,d", [("ring", {"n": 12, "self_weight": 0.2}, 7),
+                                           ("torus", {"rows": 4, "cols": 5}, 6),
+                                           ("erdos_renyi", {"n": 25, "prob": 0.25, "seed": 3}, 5)])
+def test_float32_state_follows_reference(name, params, d, algorithm, problem, noise,
+                                         local_steps):
+    """dtype="float32": every algorithm, with and without noise and local steps, follows the
+    float64 reference to RTOL32, and its state arrays are float32."""
+    W = fastgt.topology(name, **params)
+    _check_against_reference(algorithm, W, d, problem, noise, sigma2=2.0, x0=_x0(W.n, d),
+                             local_steps=local_steps, dtype="float32")
 
 
 def _ladder():
@@ -205,7 +231,8 @@ def test_structured_noise_lives_on_extreme_eigenvectors(name, params):
                                            ("hetero_quadratic", "structured"),
                                            ("quadratic", "gaussian"), ("consensus", "none")])
 @pytest.mark.parametrize("algorithm", ALGOS)
-def test_row_padding_stays_zero_and_rows_start_on_lines(algorithm, problem, noise):
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_row_padding_stays_zero_and_rows_start_on_lines(algorithm, problem, noise, dtype):
     """Rows are padded from d = 11 to 16 columns so that every row starts on a cache line,
     and state buffers get spare rows past n: after steps (a batch of two cells), every
     padded column of the state, the block sums and the means, and every spare row, is
@@ -217,14 +244,15 @@ def test_row_padding_stays_zero_and_rows_start_on_lines(algorithm, problem, nois
     W = fastgt.topology("interp_ring", n=n, alpha=0.7)
     prob = fastgt.problem(problem).build(n, d)
     cells = [Cell(W, make_noise(noise, 2.0, d, W), 0.05, s) for s in (1, 2)]
-    batch = Batch(cells, prob)
+    batch = Batch(cells, prob, dtype=dtype)
     assert batch.dp == 16
     algo = ALGORITHMS[algorithm]
     arrays = algo.init(batch)
     for by_cells in (True, False):
         algo.advance(batch, arrays, 0, 0, 9, by_cells)
     for a in (*arrays, batch.part, batch.means, batch.scratch):
-        assert a.size == 0 or (a.ctypes.data % 64 == 0 and (a.shape[-1] * 8) % 64 == 0)
+        assert a.size == 0 or (a.ctypes.data % 64 == 0 and (a.shape[-1] * a.itemsize) % 64 == 0)
+    assert all(a.dtype == dtype for a in arrays)
     for a in (*arrays, batch.part, batch.means):
         assert a.shape[-1] == 16 and not np.any(a[..., d:])
     for a in arrays:

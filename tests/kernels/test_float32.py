@@ -1,0 +1,141 @@
+"""dtype="float32": what a float32 state costs in memory, the warnings where its rounding
+would dominate a metric, and its errors. Its trajectories against the dense reference are
+checked in test_kernels.py (RTOL32), its bits (threads, batches, recomputed gradients,
+kernel-call chunking) in test_batch.py and test_invariants.py, its plateaus against the
+exact theory in test_statistics.py."""
+
+import warnings
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import fastgt
+from fastgt.algorithms import ALGORITHMS, Batch, Cell
+from fastgt.cli import main
+from fastgt.problems import make_noise
+
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
+
+TORUS = {"topology": "torus", "rows": 5, "cols": 10, "lazy": True, "d": 20}
+
+
+def _run(**kw):
+    return fastgt.run(**{**TORUS, "stepsize": 0.1, "steps": 400, "record_every": 20, **kw})
+
+
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
+def test_float32_state_is_half_the_bytes(algorithm):
+    """Every state array of every algorithm is float32, and the n rows of all of them take
+    half the bytes of the float64 state (d = 32: whole lines in both types, no extra
+    padding; the spare rows past n that space the buffers apart differ)."""
+    W, n, d = fastgt.topology("ring", n=40), 40, 32
+    prob = fastgt.problem("hetero_quadratic").build(n, d)
+    cell = [Cell(W, make_noise("gaussian", 1.0, d, W), 0.05, 1)]
+    sizes = {}
+    for dtype in ("float64", "float32"):
+        arrays = ALGORITHMS[algorithm].alloc(Batch(cell, prob, dtype=dtype))
+        assert all(a.dtype == dtype for a in arrays)
+        sizes[dtype] = sum({id(a): a[..., :n, :].size * a.itemsize for a in arrays}.values())
+    assert sizes["float32"] * 2 == sizes["float64"]
+
+
+def test_rounding_floors_are_flagged_and_noise_is_not():
+    """Setup B's noise is orthogonal to 1, so loss_avg decays to 0: a float64 run reaches
+    ~1e-32, a float32 one stops at its rounding floor (~1e-15), and says so for loss_avg and
+    grad_norm2 (the metrics of xbar), with a warning; Setup A's plateaus (~1e-4, noise)
+    are not flagged; float64 runs are not checked."""
+    with pytest.warns(fastgt.FastGTWarning, match="rounding of the state may dominate loss_avg"):
+        b32 = _run(noise="structured", dtype="float32")
+    b64 = _run(noise="structured")
+    assert b64.summary["loss_avg"] < 1e-28
+    assert 1e-17 < b32.summary["loss_avg"] < 1e-12
+    assert b32.summary["rounding_limited"] == "loss_avg, grad_norm2"
+    assert "rounding_limited" not in b64.summary
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fastgt.FastGTWarning)
+        a32 = _run(noise="gaussian", dtype="float32")
+    assert a32.summary["rounding_limited"] == ""
+    a64 = _run(noise="gaussian")
+    for m in ("loss_avg", "consensus", "tracking"):  # the same plateaus, to float32's few ulps
+        assert np.isclose(a32.summary[m], a64.summary[m], rtol=1e-4)
+
+
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
+def test_drifting_algorithms_are_warned_of(algorithm):
+    """D² and EXTRA sum float32 roundings into their mean's velocity: every float32 run of
+    them warns, before any work; the others do not."""
+    kw = {"algorithm": algorithm, "steps": 20, "record_every": 10, "dtype": "float32",
+          "noise": "gaussian"}
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _run(**kw)
+    drift = [w for w in seen if "second-order recursion" in str(w.message)]
+    assert len(drift) == ALGORITHMS[algorithm].drifts
+    assert all(issubclass(w.category, fastgt.FastGTWarning) for w in drift)
+
+
+def test_bad_dtype_is_one_line_everywhere(tmp_path):
+    with pytest.raises(fastgt.FastGTError, match="dtype='float16' is invalid: allowed one of "
+                                                 "'float64', 'float32'"):
+        fastgt.run(topology="ring", n=8, dtype="float16")
+    res = CliRunner().invoke(main, ["run", "--n", "8", "--dtype", "half"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "'--dtype': 'half' is not one of 'float64', 'float32'" in res.output
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[run]\ntopology = "ring"\nn = 8\n[[grid]]\ndtype = ["float32", "int8"]\n')
+    res = CliRunner().invoke(main, ["grid", str(spec), "--out", str(tmp_path / "g")])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "dtype='int8' is invalid: allowed one of 'float64', 'float32'" in res.output
+    assert not (tmp_path / "g").exists()
+
+
+def test_cli_run_says_what_rounding_limits():
+    """fastgt run --dtype float32: the summary names the rounding-limited metrics, and the
+    warning is one line on stderr (not Python's file:line form)."""
+    res = CliRunner().invoke(main, ["run", "--topology", "torus", "--rows", "5", "--cols",
+                                    "10", "--lazy", "--d", "20", "--noise", "structured",
+                                    "--stepsize", "0.1", "--steps", "400", "--dtype",
+                                    "float32", "--quiet"])
+    assert res.exit_code == 0, res.output
+    table = dict(r.split(None, 1) for r in res.stdout.splitlines() if r.strip())
+    assert table["rounding_limited"] == "loss_avg, grad_norm2"
+    lines = res.stderr.splitlines()
+    assert lines == [("warning: dtype float32: rounding of the state may dominate loss_avg, "
+                      "grad_norm2 (its plateau is within the floor its steps' roundings "
+                      "accumulate); dtype='float64' measures them")]
+
+
+def test_a_sweep_over_dtype(tmp_path):
+    """A grid axis over dtype: float64 and float32 cells run in separate batches, both
+    stored with their dtype, the float32 ones with rounding_limited; the same plateaus."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[run]\ntopology = "torus"\nrows = 5\ncols = 10\nlazy = true\nd = 20\n'
+                    'noise = "structured"\nstepsize = 0.1\nsteps = 400\nrecord_every = 20\n'
+                    '[[grid]]\ndtype = ["float64", "float32"]\nseed = [0, 1]\n')
+    res = CliRunner().invoke(main, ["grid", str(spec), "--out", str(tmp_path / "g"),
+                                    "--workers", "1", "--quiet"])
+    assert res.exit_code == 0, res.output
+    cells, _ = fastgt.load(tmp_path / "g")
+    cells = cells.sort_values(["seed", "dtype"])
+    assert list(cells["dtype"]) == ["float32", "float64"] * 2
+    flagged = cells.set_index(["dtype", "seed"])["rounding_limited"]
+    assert flagged["float32"].tolist() == ["loss_avg, grad_norm2"] * 2
+    assert flagged["float64"].isna().all()
+    np.testing.assert_allclose(cells["loss_nodes"].iloc[0], cells["loss_nodes"].iloc[1],
+                               rtol=1e-4)
+
+
+def test_hessian_traces_scale_the_rounding_floors():
+    """The floors use tr H and tr H^2 of f at xbar: exact for the diagonal quadratics, and
+    Hutchinson's 4-probe estimate from gradient differences for the others (least squares:
+    H = (1/n) sum_i A_i^T A_i / m_i + reg I, within a factor 2 here)."""
+    quad = fastgt.problem("hetero_quadratic", zeta=1.0).build(12, 7)
+    tr, tr2 = quad.hessian_traces(np.zeros(7))
+    assert tr == pytest.approx(quad.abar.sum(), rel=1e-15)
+    assert tr2 == pytest.approx((quad.abar**2).sum(), rel=1e-15)
+    ls = fastgt.problem("least_squares", samples=20, reg=0.1).build(6, 9)
+    A = np.asarray(ls.A)  # rows of every node, each of weight 1 / (n m_i) in f
+    H = A.T @ (ls.weights[:, None] * A) + 0.1 * np.eye(9)
+    est, est2 = ls.hessian_traces(np.ones(9))
+    assert 0.5 < est / np.trace(H) < 2 and 0.5 < est2 / np.trace(H @ H) < 2

@@ -22,14 +22,12 @@ from .config import DIVERGE_FACTOR, SMALL_RUN
 from .errors import FastGTError, FastGTWarning, bad, check_choice, check_float, check_int
 from .kernels.metrics import KERNEL_METRICS
 from .params import PARAMS
+from .precision import rounding_limited, step_floors
 from .problems import SAMPLED, make_noise
 from .problems import problem as get_problem
 from .runtime import numba_threads
 from .topology import MixingMatrix, TimeVarying
 
-#: a float32 run's metric counts as rounding-limited below this many times the floor its
-#: steps' roundings accumulate (_Recorder.rounding_limited)
-ROUNDING_MARGIN = 100.0
 #: parameters that may differ between the cells of one run_batch call
 CELL_KEYS = ("topology", "stepsize", "sigma2", "seed", "x0")
 
@@ -298,41 +296,16 @@ class _Recorder:
             self.reason = self._why([(self.declared[j].name, out[j]) for j in checked])
 
     def rounding_limited(self, steps: int, summary: dict) -> str:
-        """The kernel metrics (comma-separated, "" if none) whose plateau float32 rounding
-        may dominate, with a FastGTWarning naming them. Every step rounds every stored
-        element, by up to eps = an ulp of the state's rms magnitude (over X and Y: Y's
-        roundings move xbar through GT's tracking), independently; a recursion whose modes
-        do not expand accumulates the variance of such perturbations at most linearly in
-        the steps (GT's tracking invariant ybar = gbar, a marginal mode, exactly so). Per
-        step, a perturbation e of independent signs and size eps changes each metric, to
-        second order, by its expectation: consensus and tracking d eps^2 (1 - 1/n);
-        loss_nodes tr(H) eps^2 / 2, loss_avg tr(H) eps^2 / (2 n), grad_norm2
-        tr(H^2) eps^2 / n (H: f's Hessian at xbar, Problem.hessian_traces). A plateau below
-        ROUNDING_MARGIN x steps x that is flagged. D² and EXTRA pile roundings up in their
-        mean (algorithms.base.DRIFT): warned of on every float32 run, beside this. One
-        pass over X and Y; float64 runs are not checked."""
+        """The metrics whose plateau a float32 state's rounding may dominate after
+        ``steps`` steps (fastgt.precision), from the last record's buffers and values."""
         if self.status != "ok":
             return ""
         X, Y = self.algo.iterates(self.batch, self.arrays, self.cur, self.c)
-        n, d, real = self.batch.n, self.batch.d, self.batch.real
         last = dict(zip((m.name for m in self.declared), self.out))
-        xbar = real(X).mean(axis=0, dtype=np.float64)
-        squares = [last["consensus"] + xbar @ xbar]  # (1/n) sum_i ||x_i||^2, and y's
-        if Y is not None:
-            ybar = real(Y).mean(axis=0, dtype=np.float64)
-            squares.append(last["tracking"] + ybar @ ybar)
-        eps2 = float(np.spacing(np.float32(np.sqrt(np.mean(squares) / d)))) ** 2
-        tr, tr2 = self.batch.problem.hessian_traces(xbar)
-        per_step = {"loss_avg": 0.5 * tr * eps2 / n, "loss_nodes": 0.5 * tr * eps2,
-                    "consensus": d * eps2 * (1 - 1 / n), "grad_norm2": tr2 * eps2 / n,
-                    "tracking": d * eps2 * (1 - 1 / n)}
-        names = [m for m in KERNEL_METRICS if np.isfinite(summary.get(m, np.nan))
-                 and abs(summary[m]) <= ROUNDING_MARGIN * steps * per_step[m]]
-        if names:
-            warnings.warn(f"dtype float32: rounding of the state may dominate {', '.join(names)} "
-                          "(its plateau is within the floor its steps' roundings accumulate); "
-                          "dtype='float64' measures them", FastGTWarning, stacklevel=4)
-        return ", ".join(names)
+        real = self.batch.real
+        floors = step_floors(real(X), None if Y is None else real(Y), last["consensus"],
+                             last["tracking"], self.batch.problem)
+        return rounding_limited(summary, floors, steps)
 
     def _snapshot(self, X, Y) -> M.Snapshot:
         real = self.batch.real

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 
 from . import runtime
 from .algorithms import ALGORITHMS
 from .engine import execute, prepare
+from .errors import FastGTWarning
 from .problems import problem as get_problem
 from .problems.optimum_cache import cache_in
 from .problems.quadratic import KERNELS as QUADRATIC
@@ -28,7 +30,10 @@ def warmup(verbose: bool = False, algorithms=None, kernels=QUADRATIC,
     (Filling a cold cache in two processes, a helper compiling part of the kernels, was
     tried and measured 18-24 s against 21-26 s in one on this 2-vCPU host: not kept.)
     """
-    with cache_in(None):  # its tiny problems' optima belong to no sweep
+    # its tiny problems' optima belong to no sweep; its runs' warnings (D² in float32) to
+    # no user run
+    with cache_in(None), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FastGTWarning)
         return _warmup(verbose, algorithms, kernels, dtype)
 
 

@@ -81,8 +81,8 @@ class Problem:
     def hessian_traces(self, x: np.ndarray, probes: int = 4) -> tuple[float, float]:
         """tr H and tr H^2 of f's Hessian H at x (d,): Hutchinson's estimates (E v^T H v,
         E ||H v||^2 over Rademacher v) from ``probes`` fixed vectors and central differences
-        of full_grad. A scale for the rounding floors of a float32 run (engine._Recorder.
-        rounding_limited), not an exact value."""
+        of full_grad. A scale for the rounding floors of a float32 run (fastgt.precision), not
+        an exact value."""
         rng = np.random.default_rng(0)
         h = 1e-4 * max(1.0, float(np.sqrt(np.mean(x * x))))
         t1 = t2 = 0.0

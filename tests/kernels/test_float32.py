@@ -93,10 +93,12 @@ def test_bad_dtype_is_one_line_everywhere(tmp_path):
 def test_cli_run_says_what_rounding_limits():
     """fastgt run --dtype float32: the summary names the rounding-limited metrics, and the
     warning is one line on stderr (not Python's file:line form)."""
-    res = CliRunner().invoke(main, ["run", "--topology", "torus", "--rows", "5", "--cols",
-                                    "10", "--lazy", "--d", "20", "--noise", "structured",
-                                    "--stepsize", "0.1", "--steps", "400", "--dtype",
-                                    "float32", "--quiet"])
+    with warnings.catch_warnings():  # as outside the tests (pyproject ignores it)
+        warnings.simplefilter("default", fastgt.FastGTWarning)
+        res = CliRunner().invoke(main, ["run", "--topology", "torus", "--rows", "5", "--cols",
+                                        "10", "--lazy", "--d", "20", "--noise", "structured",
+                                        "--stepsize", "0.1", "--steps", "400", "--dtype",
+                                        "float32", "--quiet"])
     assert res.exit_code == 0, res.output
     table = dict(r.split(None, 1) for r in res.stdout.splitlines() if r.strip())
     assert table["rounding_limited"] == "loss_avg, grad_norm2"

@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -67,16 +65,11 @@ def measure(args) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=common.int_list, default=[3000, 30000, 300000])
-    ap.add_argument("--d", type=common.int_list, default=[100])
+    common.case_options(ap, n=[3000, 30000, 300000], d=[100],
+                        algorithms=["gt", "dsgd", "d2", "extra", "gt_atc", "centralized"],
+                        repeats=5, target_s=0.2)
     ap.add_argument("--setups", type=lambda s: s.split(","), default=["A", "B", "0"])
-    ap.add_argument("--algorithms", type=lambda s: s.split(","),
-                    default=["gt", "dsgd", "d2", "extra", "gt_atc", "centralized"])
-    ap.add_argument("--threads", type=common.int_list, default=[1, 2])
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--target-s", type=float, default=0.2, help="seconds per timed block")
     ap.add_argument("--quick", action="store_true", help="n=30000, gt and dsgd, 1 thread")
-    ap.add_argument("--threads-now", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.quick:
         args.n, args.algorithms, args.threads, args.repeats = [30000], ["gt", "dsgd"], [1], 3
@@ -86,14 +79,7 @@ def main(argv=None) -> None:
     machine = common.machine_info()
     rows = []
     for threads in args.threads:
-        child = [sys.executable, __file__, "--threads-now", str(threads),
-                 "--n", ",".join(map(str, args.n)), "--d", ",".join(map(str, args.d)),
-                 "--setups", ",".join(args.setups), "--algorithms", ",".join(args.algorithms),
-                 "--repeats", str(args.repeats), "--target-s", str(args.target_s)]
-        env = os.environ | {"NUMBA_NUM_THREADS": str(threads)}
-        out = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
-        for line in filter(lambda s: s.startswith("{"), out.stdout.splitlines()):
-            case = json.loads(line)
+        for case in common.child_cases(__file__, threads, args, ("setups",)):
             f64, f32 = (case["ns"][dt] for dt in DTYPES)
             rows.append([case["algorithm"], case["setup"], str(case["n"]), str(case["d"]),
                          str(threads), f"{f64['median']:.2f} ({f64['min']:.2f})",

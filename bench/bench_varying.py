@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -60,14 +58,9 @@ def child(args) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=common.int_list, default=[300, 3000, 30000])
-    ap.add_argument("--d", type=common.int_list, default=[100, 10])
-    ap.add_argument("--algorithms", type=lambda s: s.split(","), default=["gt", "dsgd"])
-    ap.add_argument("--threads", type=common.int_list, default=[1, 2])
-    ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--target-s", type=float, default=0.1, help="seconds per timed block")
+    common.case_options(ap, n=[300, 3000, 30000], d=[100, 10], algorithms=["gt", "dsgd"],
+                        repeats=7, target_s=0.1)
     ap.add_argument("--quick", action="store_true", help="n=300, d=100, 3 repeats, 1 thread")
-    ap.add_argument("--threads-now", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.quick:
         args.n, args.d, args.repeats, args.threads = [300], [100], 3, [1]
@@ -77,24 +70,16 @@ def main(argv=None) -> None:
     machine = common.machine_info()
     rows = []
     for threads in args.threads:
-        argv_child = [sys.executable, __file__, "--threads-now", str(threads),
-                      "--n", ",".join(map(str, args.n)), "--d", ",".join(map(str, args.d)),
-                      "--algorithms", ",".join(args.algorithms), "--repeats",
-                      str(args.repeats), "--target-s", str(args.target_s)]
-        env = os.environ | {"NUMBA_NUM_THREADS": str(threads)}
-        out = subprocess.run(argv_child, env=env, check=True, capture_output=True, text=True)
-        for line in out.stdout.splitlines():
-            if line.startswith("{"):
-                case = json.loads(line)
-                ring = case["ns"]["ring"]["median"]
-                cells = [case["algorithm"], str(case["n"]), str(case["d"]), str(threads),
-                         f"{case['bound']:.2f}"]
-                for name in TOPOLOGIES:
-                    ns = case["ns"][name]
-                    cells.append(f"{ns['median']:.2f} ({ns['min']:.2f})")
-                    if name != "ring":
-                        cells.append(f"{ns['median'] / ring:.2f}")
-                rows.append(cells)
+        for case in common.child_cases(__file__, threads, args):
+            ring = case["ns"]["ring"]["median"]
+            cells = [case["algorithm"], str(case["n"]), str(case["d"]), str(threads),
+                     f"{case['bound']:.2f}"]
+            for name in TOPOLOGIES:
+                ns = case["ns"][name]
+                cells.append(f"{ns['median']:.2f} ({ns['min']:.2f})")
+                if name != "ring":
+                    cells.append(f"{ns['median'] / ring:.2f}")
+            rows.append(cells)
     print(f"CPU: {machine['cpu']} ({machine['cores']} cores, {machine['usable_cores']} usable); "
           f"Python {machine['python']}, numpy {machine['numpy']}; load avg at start "
           f"{machine['load_avg_start'][0]:.2f}\n")

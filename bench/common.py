@@ -112,6 +112,38 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
 
 
+def case_options(ap, n: list[int], d: list[int], algorithms: list[str], repeats: int,
+                 target_s: float) -> None:
+    """The options of a script that measures cases per thread count in children
+    (child_cases): --n, --d, --algorithms, --threads, --repeats, --target-s, --threads-now."""
+    import argparse
+
+    ap.add_argument("--n", type=int_list, default=n)
+    ap.add_argument("--d", type=int_list, default=d)
+    ap.add_argument("--algorithms", type=lambda s: s.split(","), default=algorithms)
+    ap.add_argument("--threads", type=int_list, default=[1, 2])
+    ap.add_argument("--repeats", type=int, default=repeats)
+    ap.add_argument("--target-s", type=float, default=target_s, help="seconds per timed block")
+    ap.add_argument("--threads-now", type=int, help=argparse.SUPPRESS)
+
+
+def child_cases(script: str, threads: int, args, lists=()) -> list[dict]:
+    """The cases a bench script measures in a child of its own with ``threads`` numba
+    threads (``script --threads-now THREADS`` and the case_options of ``args``, with the
+    list-valued options named in ``lists`` too; one JSON line per case)."""
+    import json
+    import subprocess
+    import sys
+
+    options = ["--repeats", str(args.repeats), "--target-s", str(args.target_s)]
+    for name in ("n", "d", "algorithms", *lists):
+        options += [f"--{name}", ",".join(map(str, getattr(args, name)))]
+    env = os.environ | {"NUMBA_NUM_THREADS": str(threads)}
+    out = subprocess.run([sys.executable, script, "--threads-now", str(threads), *options],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
 def bound_in_child(algorithm: str, n: int, d: int, threads: int) -> float:
     """bench/limits.py's no-overlap bound (ns per node-dimension-step) measured in a fresh
     process with ``threads`` numba threads, for scripts whose own process must not load

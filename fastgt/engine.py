@@ -147,6 +147,7 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     if prob.d != d:  # a data file fixes d
         d = prob.d
         parsed = [_parse_cell(c, noise, d) for c in cells]
+    prob = prob.in_dtype(dtype)  # float32: arrays the kernels read rounded and read as such
     if noise in SAMPLED:
         prob = prob.sampled()
     shared = {"algorithm": algo.name, "problem": spec.name,

@@ -38,9 +38,10 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     topology_y (gt, gt_atc): a second, static mixing matrix of the same n for the tracking
     variable y (the paper's different mixing for x and y): a MixingMatrix or a topology
     table, ``{"topology": "ring", "n": 30, "self_weight": 0.5}``.
-    dtype: "float64" or "float32", the element type of the state (X, Y, G, ...): float32
-    halves the memory and the traffic of a step; the kernels still compute in float64 and
-    round where they store, and ``state`` holds float32 arrays (docs/engine.md).
+    dtype: "float64" or "float32", the element type of the state (X, Y, G, ...) and of the
+    problem's per-step arrays (rounded to it: the run is on the rounded problem): float32
+    halves their memory and traffic; the kernels still compute in float64 and round where
+    they store, and ``state`` holds float32 arrays (docs/engine.md).
     A parameter that neither the topology nor the problem takes is refused by name.
     """
     if params or isinstance(topology, str):

@@ -45,12 +45,12 @@ def wide(a: np.ndarray) -> np.ndarray:
     return a.astype(np.float64, copy=False)
 
 
-def padded(M: np.ndarray, dp: int) -> np.ndarray:
-    """M (rows, d) with its rows padded with zeros to dp columns, on aligned memory (M
-    itself when it is already dp wide)."""
-    if M.shape[1] == dp:
-        return np.ascontiguousarray(M, dtype=np.float64)
-    out = aligned((M.shape[0], dp))
+def padded(M: np.ndarray, dp: int, dtype=np.float64) -> np.ndarray:
+    """M (rows, d) as ``dtype`` with its rows padded with zeros to dp columns, on aligned
+    memory (M itself when it is already dp wide and of that type)."""
+    if M.shape[1] == dp and M.dtype == dtype:
+        return np.ascontiguousarray(M)
+    out = aligned((M.shape[0], dp), dtype=dtype)
     out[:, :M.shape[1]] = M
     return out
 
@@ -227,10 +227,10 @@ class Batch:
         each gets its own quarter or eighth of a page (4K aliasing, as for ``rows``)."""
         return aligned((*lead, self.rows, self.dp), at, self.dtype)
 
-    def widen(self, M: np.ndarray) -> np.ndarray:
-        """M (rows, d) with its rows padded with zeros to dp (the problem's arrays, as the
-        kernels read them)."""
-        return padded(M, self.dp)
+    def widen(self, M: np.ndarray, dtype=np.float64) -> np.ndarray:
+        """M (rows, d) as ``dtype`` with its rows padded with zeros to dp (the problem's
+        arrays, as the kernels read them)."""
+        return padded(M, self.dp, dtype)
 
     def used(self, M: np.ndarray) -> np.ndarray:
         """The n real rows of a (rows, dp) state array, padded columns included: a

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numpy as np
+
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels import jit
 from ..kernels.mixing import FUSED_MAX, column_means, mix_row, prefetch_ahead
@@ -66,16 +68,16 @@ def update(view, cm, co, node, last):
         if co.data.hetero and co.kind != NONE:
             A, B = co.data.A, co.data.B
             for k in range(d):
-                x = Zn[i, k]
+                x = np.float64(Zn[i, k])  # float32 state: widened, A x in float64
                 Zn[i, k] = x - gamma * (noise_at(N, rn, k, v, u, dv) + (A[i, k] * x - B[i, k]))
         elif co.data.hetero:  # no noise: 0 + r is r (grad_het_exact: the same bits)
             A, B = co.data.A, co.data.B
             for k in range(d):
-                x = Zn[i, k]
+                x = np.float64(Zn[i, k])  # float32 state: widened, A x in float64
                 Zn[i, k] = x - gamma * grad_het_exact(k, x, A, B, i)
         else:
             for k in range(d):
-                x = Zn[i, k]
+                x = np.float64(Zn[i, k])  # float32 state: widened, A x in float64
                 Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
 
 

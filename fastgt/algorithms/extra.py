@@ -45,31 +45,31 @@ def update(view, cm, co, node, last):
         # a loop each (a test inside the loop stops it vectorizing)
         if co.data.hetero and co.kind != NONE:
             for k in range(Xn.shape[1]):
-                x, w = X[i, k], Xn[i, k]
+                x, w = np.float64(X[i, k]), np.float64(Xn[i, k])
                 g = stored(Xn, grad_het(N, rp, k, v, u, dv, x, A, B, i))
                 Xn[i, k] = x + w - gamma * g - H[i, k]
                 H[i, k] = 0.5 * (x + w) - gamma * g
         elif co.data.hetero:  # no noise (grad_het_exact: the same bits)
             for k in range(Xn.shape[1]):
-                x, w = X[i, k], Xn[i, k]
+                x, w = np.float64(X[i, k]), np.float64(Xn[i, k])
                 g = stored(Xn, grad_het_exact(k, x, A, B, i))
                 Xn[i, k] = x + w - gamma * g - H[i, k]
                 H[i, k] = 0.5 * (x + w) - gamma * g
         elif co.kind != NONE:
             for k in range(Xn.shape[1]):
-                x, w = X[i, k], Xn[i, k]
+                x, w = np.float64(X[i, k]), np.float64(Xn[i, k])
                 g = stored(Xn, grad_hom(N, rp, k, v, u, dv, x, a0))
                 Xn[i, k] = x + w - gamma * g - H[i, k]
                 H[i, k] = 0.5 * (x + w) - gamma * g
         else:  # no noise (grad_exact: the same bits)
             for k in range(Xn.shape[1]):
-                x, w = X[i, k], Xn[i, k]
+                x, w = np.float64(X[i, k]), np.float64(Xn[i, k])
                 g = stored(Xn, grad_exact(x, a0))
                 Xn[i, k] = x + w - gamma * g - H[i, k]
                 H[i, k] = 0.5 * (x + w) - gamma * g
         return
     for k in range(Xn.shape[1]):
-        x, w, g = X[i, k], Xn[i, k], G[i, k]
+        x, w, g = np.float64(X[i, k]), np.float64(Xn[i, k]), G[i, k]
         Xn[i, k] = x + w - gamma * g - H[i, k]
         H[i, k] = 0.5 * (x + w) - gamma * g
     grad_row(co, node, Xn, i, G, i)

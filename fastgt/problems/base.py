@@ -14,6 +14,18 @@ import numpy as np
 from ..errors import FastGTError
 
 
+def rounded(M, dtype: str):
+    """M (an array, a scipy sparse matrix or None) with its values rounded to ``dtype`` and
+    kept as float64 (a copy; M itself for float64)."""
+    if M is None or dtype == "float64":
+        return M
+    if hasattr(M, "tocsr"):
+        out = M.copy()
+        out.data = out.data.astype(dtype).astype(np.float64)
+        return out
+    return np.asarray(M).astype(dtype).astype(np.float64)
+
+
 class Problem:
     """f = (1/n) sum_i f_i on n nodes in dimension d. A subclass sets ``name``, ``n``,
     ``d`` and ``kernels`` (its family's ProblemKernels) and defines:
@@ -22,7 +34,11 @@ class Problem:
     - ``grad(X)``: the exact local gradients, row i = grad f_i(X[i]) (numpy);
     - ``xstar`` and ``fstar``: a minimizer of f and its value;
     - ``kernel_data(pad)``: the namedtuple of arrays its hooks read (``co.data``), each
-      (n, d) array passed through ``pad`` (rows padded with zeros to the kernels' width).
+      (n, d) array passed through ``pad`` (rows padded with zeros to the kernels' width;
+      ``pad(M, dtype)`` gives them as ``dtype``, float64 by default).
+
+    A problem whose arrays the kernels read at every step may also define ``in_dtype``
+    (a float32 state: its arrays rounded to float32 and read as such, half their traffic).
 
     ``metrics`` fills the fused metrics with numpy from these; a subclass may override it
     with a compiled pass (DiagonalQuadratic does)."""
@@ -48,6 +64,13 @@ class Problem:
 
     def kernel_data(self, pad: Callable):
         raise NotImplementedError
+
+    def in_dtype(self, dtype: str) -> Problem:
+        """This instance for a run whose state is ``dtype`` (fastgt.run's dtype). A problem
+        with arrays may return a copy whose arrays are rounded to ``dtype`` (so that f, its
+        optimum and the metrics describe what the kernels compute) and whose kernel_data
+        gives them as ``dtype``; the default, self, keeps them float64."""
+        return self
 
     def sampled(self, batch: int | None = None) -> Problem:
         """This instance with its gradients drawn from ``batch`` (default: its batch_size)

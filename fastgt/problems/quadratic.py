@@ -9,6 +9,7 @@ the engine's fast path: GT's and D-SGD's templates fuse it into their row update
 
 from __future__ import annotations
 
+import dataclasses
 from collections import namedtuple
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ from ..errors import FastGTError, bad, check_float, check_int
 from ..kernels.metrics import quadratic_metrics
 from ..kernels.oracles import NONE, STRUCTURED, ProblemKernels, noise_at, noise_weight
 from ..kernels.rounding import fma, mul
-from .base import Problem
+from .base import Problem, rounded
 
 #: the family's arrays as its kernels read them (co.data): A and B (n, dp) when hetero,
 #: (1, 1) placeholders otherwise
@@ -102,6 +103,8 @@ class DiagonalQuadratic(Problem):
     A: np.ndarray | None = None
     B: np.ndarray | None = None
     const: float = 0.0
+    #: the type the kernels read A and B in (in_dtype)
+    data_dtype: type = np.float64
 
     def __post_init__(self):
         if (self.A is None) != (self.B is None):
@@ -167,9 +170,19 @@ class DiagonalQuadratic(Problem):
 
     def kernel_data(self, pad) -> QuadData:
         if self.hetero:
-            return QuadData(True, float(self.a0), pad(self.A), pad(self.B))
-        dummy = np.zeros((1, 1))
+            return QuadData(True, float(self.a0), pad(self.A, self.data_dtype),
+                            pad(self.B, self.data_dtype))
+        dummy = np.zeros((1, 1), dtype=self.data_dtype)  # one signature per data type
         return QuadData(False, float(self.a0), dummy, dummy)
+
+    def in_dtype(self, dtype: str) -> DiagonalQuadratic:
+        """A and B rounded to ``dtype`` and read as such (a float32 state: half the traffic
+        of a heterogeneous step's A and B); abar, x* and f* are then those of the rounded
+        problem."""
+        if dtype == "float64":
+            return self
+        return dataclasses.replace(self, A=rounded(self.A, dtype), B=rounded(self.B, dtype),
+                                   data_dtype=np.dtype(dtype).type)
 
     def metrics(self, pad):
         """One compiled pass (kernels/metrics.py), abar and x* padded like the rows (the

@@ -35,7 +35,7 @@ from ..kernels.oracles import ProblemKernels, noise_at
 from ..kernels.rng import uniform_index
 from ..kernels.rounding import fma, prefetch_row, prefetch_span
 from . import optimum_cache
-from .base import Problem
+from .base import Problem, rounded
 
 LOSSES = {"squared": 0, "logistic": 1}
 REGULARIZERS = {"l2": 0, "nonconvex": 1}
@@ -71,7 +71,7 @@ def dense_dot(A, s, X, r):
     that every caller runs this one compiled loop (the same bits wherever it runs)."""
     z = 0.0
     for k in range(X.shape[1]):
-        z += A[s, k] * X[r, k]
+        z += np.float64(A[s, k]) * X[r, k]  # float32 data and state: a float64 product
     return z
 
 
@@ -105,7 +105,7 @@ def grad_row(co, node, X, r, G, q):
             G[q, k] = data.reg * X[r, k]
     else:
         for k in range(w):
-            x = X[r, k]
+            x = np.float64(X[r, k])  # a float32 state: x * x in float64
             h = 1.0 + x * x
             G[q, k] = data.reg * 2.0 * x / (h * h)
     for j in range(min(AHEAD, drawn)):  # random rows: their loads overlap, AHEAD in flight
@@ -172,6 +172,10 @@ class SampleProblem(Problem):
     batch_size: int = 1
     batch: int = 0
     optimum: dict = field(default_factory=dict, repr=False)  # shared by sampled() copies
+    #: the type the kernels read the rows' values in, and this instance in other types
+    #: (in_dtype: built once, its optimum solved once)
+    data_dtype: type = np.float64
+    variants: dict = field(default_factory=dict, repr=False)
     kernels = KERNELS
 
     @property
@@ -186,6 +190,18 @@ class SampleProblem(Problem):
     def weights(self) -> np.ndarray:
         """Each row's weight in f: 1 / (n m_i) for a row of node i."""
         return np.repeat(1.0 / (self.n * self.sizes), self.sizes)
+
+    def in_dtype(self, dtype: str) -> SampleProblem:
+        """The rows' values rounded to ``dtype`` and read as such by the kernels (a float32
+        state: half the traffic of the sampled rows); f, x*, f* and zeta2 are the rounded
+        problem's, its optimum cached under a key of its own."""
+        if dtype == "float64":
+            return self
+        if dtype not in self.variants:
+            self.variants[dtype] = dataclasses.replace(
+                self, A=rounded(self.A, dtype), key=f"{self.key}-{dtype}", optimum={},
+                data_dtype=np.dtype(dtype).type, variants={})
+        return self.variants[dtype]
 
     def sampled(self, batch: int | None = None) -> SampleProblem:
         """This instance with the kernels drawing ``batch`` (default: batch_size) rows per
@@ -294,13 +310,14 @@ class SampleProblem(Problem):
                 "classes": self.classes.tolist(), "class_counts": self.counts.tolist()}
 
     def kernel_data(self, pad) -> SampleData:
-        dummy_f, dummy_i = np.zeros(1), np.zeros(1, dtype=np.int64)
+        dt = self.data_dtype  # placeholders of that type too: one signature per type
+        dummy_f, dummy_i = np.zeros(1, dtype=dt), np.zeros(1, dtype=np.int64)
         if self.sparse:
-            A = np.zeros((1, 1))
+            A = np.zeros((1, 1), dtype=dt)
             indptr = self.A.indptr.astype(np.int64)
-            indices, values = self.A.indices.astype(np.int64), self.A.data
+            indices, values = self.A.indices.astype(np.int64), self.A.data.astype(dt)
         else:
-            A, indptr, indices, values = pad(self.A), dummy_i, dummy_i, dummy_f
+            A, indptr, indices, values = pad(self.A, dt), dummy_i, dummy_i, dummy_f
         return SampleData(A, indptr, indices, values, self.y, self.offsets, int(self.batch),
                           float(self.reg), self.loss_code, self.rkind, self.sparse)
 

@@ -141,3 +141,30 @@ def test_hessian_traces_scale_the_rounding_floors():
     H = A.T @ (ls.weights[:, None] * A) + 0.1 * np.eye(9)
     est, est2 = ls.hessian_traces(np.ones(9))
     assert 0.5 < est / np.trace(H) < 2 and 0.5 < est2 / np.trace(H @ H) < 2
+
+
+@pytest.mark.parametrize("name,kw", [("hetero_quadratic", {"zeta": 1.0}),
+                                     ("logistic", {"samples": 6}),
+                                     ("least_squares", {"samples": 6})])
+def test_float32_problem_arrays_are_rounded_and_read_as_float32(name, kw, tmp_path):
+    """A float32 run reads the problem's per-step arrays (a heterogeneous quadratic's A and
+    B, the rows of a data set, dense or sparse) as float32, and its f, x*, f* and metrics
+    are those of the rounded problem, so that they describe what the kernels compute; the
+    instance is built once per type, its optimum under a key of its own."""
+    from fastgt.algorithms.base import padded
+
+    prob = fastgt.problem(name, **kw).build(8, 5)
+    p32 = prob.in_dtype("float32")
+    assert prob.in_dtype("float64") is prob
+    data = p32.kernel_data(lambda M, dtype=np.float64: padded(M, 16, dtype))
+    arrays = {k: v for k, v in data._asdict().items() if isinstance(v, np.ndarray)
+              and v.dtype.kind == "f" and k != "y"}
+    assert arrays and all(v.dtype == np.float32 for v in arrays.values()), arrays.keys()
+    A = p32.A.toarray() if hasattr(p32.A, "toarray") else p32.A
+    assert np.array_equal(A, A.astype(np.float32).astype(np.float64))  # representable
+    assert not np.array_equal(A, prob.A.toarray() if hasattr(prob.A, "toarray") else prob.A)
+    if name != "hetero_quadratic":
+        assert p32 is prob.in_dtype("float32") and p32.key == f"{prob.key}-float32"
+    g = p32.full_grad(p32.xstar)  # the rounded problem's own optimum
+    assert np.linalg.norm(g) < 1e-8 * max(1.0, np.linalg.norm(p32.full_grad(np.zeros(5))))
+    assert abs(p32.fstar - prob.fstar) < 1e-6 * max(1.0, abs(prob.fstar))

@@ -70,7 +70,7 @@ def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=Non
     if x0 is None:  # the default x0 of the seed
         x0 = ref.default_x0(seed, W.n, d)
     x0 = np.asarray(x0, dtype=dtype).astype(np.float64)  # as the run stored it
-    inst = fastgt.problem(problem).build(W.n, d)
+    inst = fastgt.problem(problem).build(W.n, d).in_dtype(dtype)  # float32: rounded A, B
     noise_fn = ref.no_noise(W.n, d) if noise == "none" else ref.fastgt_noise(
         noise, sigma2, d, W, seed)
     rec_steps = list(range(0, STEPS, RECORD)) + [STEPS]

@@ -165,7 +165,7 @@ def _check_twin(algorithm, noise, sparse, tmp_path, dtype="float64"):
                      allow_unstable=True, dtype=dtype)
     rtol = RTOL if dtype == "float64" else 8 * STEPS * 2.0**-24
     x0 = x0.astype(dtype).astype(np.float64)  # as the run stored it
-    inst = spec.build(W.n, d)
+    inst = spec.build(W.n, d).in_dtype(dtype)  # float32: the rows rounded, as the run's
     grad = _twin_grads(inst, seed, 3 if noise.startswith("minibatch") else 0)
     add = (ref.fastgt_noise("gaussian", 0.5, d, W, seed) if noise.endswith("gaussian")
            else ref.no_noise(W.n, d))

@@ -19,7 +19,15 @@ from .algorithms import Batch, Cell
 from .algorithms import algorithm as get_algorithm
 from .algorithms.base import DRIFT
 from .config import DIVERGE_FACTOR, SMALL_RUN
-from .errors import FastGTError, FastGTWarning, bad, check_choice, check_float, check_int
+from .errors import (
+    FastGTError,
+    FastGTWarning,
+    bad,
+    caller_level,
+    check_choice,
+    check_float,
+    check_int,
+)
 from .kernels.metrics import KERNEL_METRICS
 from .params import PARAMS
 from .precision import rounding_limited, step_floors
@@ -132,7 +140,7 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     check_choice("parallel", parallel, ("auto", "cells", "blocks"))
     dtype = "float64" if dtype is None else PARAMS["dtype"].validate("dtype", dtype)
     if dtype != "float64" and algo.drifts:
-        warnings.warn(DRIFT.format(name=algo.name), FastGTWarning, stacklevel=4)
+        warnings.warn(DRIFT.format(name=algo.name), FastGTWarning, stacklevel=caller_level())
     spec = get_problem(problem)
     if not cells:
         raise bad("cells", cells, "a non-empty list of dicts")
@@ -311,7 +319,8 @@ class _Recorder:
     def _snapshot(self, X, Y) -> M.Snapshot:
         real = self.batch.real
         Xr = real(X)
-        return M.Snapshot(Xr, None if Y is None else real(Y), Xr.mean(axis=0), self.batch.problem)
+        return M.Snapshot(Xr, None if Y is None else real(Y), Xr.mean(axis=0, dtype=np.float64),
+                          self.batch.problem)
 
     def _why(self, vals) -> str:
         bad = [(m, v) for m, v in vals if not np.isfinite(v)]

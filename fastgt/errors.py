@@ -22,6 +22,19 @@ class FastGTWarning(UserWarning):
     unstable stepsize: infinite floors), with what to change."""
 
 
+def caller_level() -> int:
+    """The ``stacklevel`` of a warning raised here that names the first caller outside
+    fastgt (the user's line, whichever of fastgt's functions it called)."""
+    import sys
+    from pathlib import Path
+
+    package = str(Path(__file__).parent)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def short(value) -> str:
     """A one-line rendering of a value: its repr, or its type (and shape) when that is long."""
     r = repr(value)

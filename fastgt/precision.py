@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from .errors import FastGTWarning
+from .errors import FastGTWarning, caller_level
 from .kernels.metrics import KERNEL_METRICS
 
 #: a plateau within this factor of its accumulated floor counts as rounding-limited
@@ -56,9 +56,10 @@ def rounding_limited(summary: dict, floors: dict, steps: int) -> str:
     """The kernel metrics (comma-separated, "" if none) whose plateau in ``summary`` lies
     within ROUNDING_MARGIN x steps x their step floor, with a FastGTWarning naming them."""
     names = [m for m in KERNEL_METRICS if np.isfinite(summary.get(m, np.nan))
-             and abs(summary[m]) <= ROUNDING_MARGIN * steps * floors[m]]
-    if names:
+             and 0 < abs(summary[m]) <= ROUNDING_MARGIN * steps * floors[m]]
+    if names:  # (an exact 0, every node at xbar as on the complete graph, is no floor)
         warnings.warn(f"dtype float32: rounding of the state may dominate {', '.join(names)} "
                       "(its plateau is within the floor its steps' roundings accumulate); "
-                      "dtype='float64' measures them", FastGTWarning, stacklevel=5)
+                      "dtype='float64' measures them", FastGTWarning,
+                      stacklevel=caller_level())
     return ", ".join(names)

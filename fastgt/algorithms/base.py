@@ -248,7 +248,8 @@ class Batch:
         o = self.oracle
         r = shared_row.py_func(c, t)
         kernels = self.problem.kernels.compile((stochastic_grads,))
-        kernels.stochastic_grads(t, X, G, self.scratch[c], int(o.seed[c]), o.kind,
+        kernels.stochastic_grads(t, X, G, self.scratch[c], self.grads_scratch[c],
+                                 int(o.seed[c]), o.kind,
                                  float(o.scale[c]), o.xi[r:r + 1], o.uv[c:c + 1], o.dv, o.d,
                                  o.data)
 

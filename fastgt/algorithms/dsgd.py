@@ -137,7 +137,7 @@ def init(batch: Batch, at_mean: bool = False) -> tuple:
         x, z, g = batch.used(X[c]), batch.used(Z2[c, 0]), batch.used(Z2[c, 1])
         initial_point(x, cell.x0, cell.seed, batch.d)
         if at_mean:
-            x[:] = x.mean(axis=0)
+            x[:] = x.mean(axis=0, dtype=np.float64)  # a float32 state: summed in float64
         batch.grads(0, x, g, c)  # Z2[c, 1] holds g(0)
         z[:] = wide(g) * -cell.gamma + x
         column_means(z, batch.part[c], 0, batch.means[c, 0])

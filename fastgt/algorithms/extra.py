@@ -26,8 +26,9 @@ from ..kernels.steps import sweep
 from ..problems.quadratic import grad_exact, grad_het, grad_het_exact, grad_hom, previous_row
 from .base import Algorithm, Costs, gradient_rows, gradients, initial_point
 
-#: cell c's views: X now and next, H, G, the next buffer of the mixed array
-View = namedtuple("View", "X Xn H G mixed", module=__name__)
+#: cell c's views: X now and next, H, G, a gradient row per block, the next buffer of the
+#: mixed array
+View = namedtuple("View", "X Xn H G GS mixed", module=__name__)
 
 
 @template(**INLINE_FLAGS)
@@ -72,13 +73,19 @@ def update(view, cm, co, node, last):
         x, w, g = np.float64(X[i, k]), np.float64(Xn[i, k]), G[i, k]
         Xn[i, k] = x + w - gamma * g - H[i, k]
         H[i, k] = 0.5 * (x + w) - gamma * g
-    grad_row(co, node, Xn, i, G, i)
+    if DIAGONAL:  # one write per element: straight into G
+        grad_row(co, node, Xn, i, G, i)
+        return
+    GS, b = view.GS, node.b  # a sampled gradient sums rows: in a float64 row, stored once
+    grad_row(co, node, Xn, i, GS, b)
+    for k in range(Xn.shape[1]):
+        G[i, k] = GS[b, k]
 
 
 @template(**BLOCK_FLAGS)
 def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
     Xn = state.S1[c, 1 - cur]
-    view = View(state.S1[c, cur], Xn, state.S2[c, 0], state.S3[c], (Xn,))
+    view = View(state.S1[c, cur], Xn, state.S2[c, 0], state.S3[c], state.grads[c], (Xn,))
     sweep(update, view, c, t, b0, b1, last, state, mix, oracle)
 
 

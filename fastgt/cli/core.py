@@ -114,6 +114,8 @@ def _print_summary(summary: dict) -> None:
             continue
         if k in METRICS and summary["status"] == "diverged":
             v = "missing (the run diverged)"
+        if v == "":  # rounding_limited of a float32 run: checked, none
+            v = "none"
         click.echo(f"{k:>18}  {v:.6g}" if isinstance(v, float) else f"{k:>18}  {v}")
 
 

@@ -77,14 +77,15 @@ def draw_shared(kind, tkey, xi, row, scale, d):
 
 
 @template(parallel=True, **NJIT_FLAGS)
-def stochastic_grads(t, X, G, E, seed, kind, scale, xi, uv, dv, d, data):
+def stochastic_grads(t, X, G, E, GS, seed, kind, scale, xi, uv, dv, d, data):
     """G = grad F(X, xi^(t)) for every node of one cell (at t = 0, for recomputed states
     and for tests), through the family's grad_row: the same bits as the step kernels. xi
     (1, >= d) and uv (1, 2, n) are the cell's own, E (nb, >= d) scratch for a gaussian noise
-    row per block of rows: the nb blocks run in parallel (rows are independent, so any nb
-    gives the same bits; the initial gradient of a 10^6-node run is no serial pass). Rows
-    may be padded past the problem's d with zeros (X, G and the problem's arrays alike):
-    the padding gets no noise and stays zero."""
+    row per block of rows and GS (nb, >= G's width) a float64 gradient row per block (a
+    float32 G gets it rounded once, as the steps store it): the nb blocks run in parallel
+    (rows are independent, so any nb gives the same bits; the initial gradient of a
+    10^6-node run is no serial pass). Rows may be padded past the problem's d with zeros
+    (X, G and the problem's arrays alike): the padding gets no noise and stays zero."""
     tkey = step_key(stream_key(seed, STREAM_NOISE), t)
     draw_shared(kind, tkey, xi, ROW0, scale, d)
     nb, n = E.shape[0], X.shape[0]
@@ -101,7 +102,9 @@ def stochastic_grads(t, X, G, E, seed, kind, scale, xi, uv, dv, d, data):
                 v = u = 1.0
             elif kind == STRUCTURED:
                 v, u = uv[0, 0, i], uv[0, 1, i]
-            grad_row(co, Node(i, b, rn, v, u, key), X, i, G, i)
+            grad_row(co, Node(i, b, rn, v, u, key), X, i, GS, b)
+            for k in range(G.shape[1]):
+                G[i, k] = GS[b, k]
 
 
 @njit(parallel=True, **NJIT_FLAGS)

@@ -123,11 +123,12 @@ class Problem:
 
         def fill(X, Y, has_y, part, out):
             X = X[:, :d]
-            xbar = X.mean(axis=0)
+            xbar = X.mean(axis=0, dtype=np.float64)  # a float32 state: summed in float64
             out[0] = self.loss(xbar)
             out[1] = np.mean(self.loss(X))
             out[2] = np.mean(np.sum((X - xbar) ** 2, axis=1))
             out[3] = np.sum(self.full_grad(xbar) ** 2)
-            out[4] = np.mean(np.sum((Y[:, :d] - Y[:, :d].mean(axis=0)) ** 2, axis=1)) if has_y else np.nan
+            out[4] = (np.mean(np.sum((Y[:, :d] - Y[:, :d].mean(axis=0, dtype=np.float64)) ** 2,
+                                     axis=1)) if has_y else np.nan)
 
         return fill

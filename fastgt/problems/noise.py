@@ -57,6 +57,7 @@ def noise_matrix(noise: Noise, seed: int, t: int, n: int, d: int) -> np.ndarray:
     E = np.empty((n, d))
     dummy = np.zeros((1, 1))
     grads = KERNELS.compile((stochastic_grads,)).stochastic_grads
-    grads(t, np.zeros((n, d)), E, np.zeros((1, d)), int(seed), noise.kind, noise.scale,
-          np.zeros((1, d)), noise.uv[None], noise.dv, d, QuadData(False, 0.0, dummy, dummy))
+    grads(t, np.zeros((n, d)), E, np.zeros((1, d)), np.zeros((1, d)), int(seed), noise.kind,
+          noise.scale, np.zeros((1, d)), noise.uv[None], noise.dv, d,
+          QuadData(False, 0.0, dummy, dummy))
     return E

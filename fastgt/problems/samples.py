@@ -206,7 +206,8 @@ class SampleProblem(Problem):
     def sampled(self, batch: int | None = None) -> SampleProblem:
         """This instance with the kernels drawing ``batch`` (default: batch_size) rows per
         gradient (0: all)."""
-        return dataclasses.replace(self, batch=self.batch_size if batch is None else batch)
+        return dataclasses.replace(self, batch=self.batch_size if batch is None else batch,
+                                   variants={})  # its own: a variant keeps its own batch
 
     # ---------------------------------------------------------------- numpy side
     def _margins(self, X: np.ndarray) -> np.ndarray:

@@ -45,8 +45,10 @@ def test_rounding_floors_are_flagged_and_noise_is_not():
     ~1e-32, a float32 one stops at its rounding floor (~1e-15), and says so for loss_avg and
     grad_norm2 (the metrics of xbar), with a warning; Setup A's plateaus (~1e-4, noise)
     are not flagged; float64 runs are not checked."""
-    with pytest.warns(fastgt.FastGTWarning, match="rounding of the state may dominate loss_avg"):
+    with pytest.warns(fastgt.FastGTWarning,
+                      match="rounding of the state may dominate loss_avg") as seen:
         b32 = _run(noise="structured", dtype="float32")
+    assert seen[0].filename == __file__  # the user's line, not fastgt's
     b64 = _run(noise="structured")
     assert b64.summary["loss_avg"] < 1e-28
     assert 1e-17 < b32.summary["loss_avg"] < 1e-12
@@ -56,6 +58,10 @@ def test_rounding_floors_are_flagged_and_noise_is_not():
         warnings.simplefilter("error", fastgt.FastGTWarning)
         a32 = _run(noise="gaussian", dtype="float32")
     assert a32.summary["rounding_limited"] == ""
+    with warnings.catch_warnings():  # every node at xbar: consensus exactly 0, no floor
+        warnings.simplefilter("error", fastgt.FastGTWarning)
+        c32 = _run(algorithm="centralized", noise="gaussian", dtype="float32")
+    assert c32.summary["consensus"] == 0.0 and c32.summary["rounding_limited"] == ""
     a64 = _run(noise="gaussian")
     for m in ("loss_avg", "consensus", "tracking"):  # the same plateaus, to float32's few ulps
         assert np.isclose(a32.summary[m], a64.summary[m], rtol=1e-4)
@@ -72,6 +78,7 @@ def test_drifting_algorithms_are_warned_of(algorithm):
         _run(**kw)
     drift = [w for w in seen if "second-order recursion" in str(w.message)]
     assert len(drift) == ALGORITHMS[algorithm].drifts
+    assert all(w.filename == __file__ for w in drift)  # the user's line, not fastgt's
     assert all(issubclass(w.category, fastgt.FastGTWarning) for w in drift)
 
 

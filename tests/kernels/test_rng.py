@@ -203,8 +203,8 @@ def test_uniform_index_is_uniform_and_independent_of_the_rows_normals(m):
 @pytest.mark.parametrize("kind", ["gaussian", "structured"])
 def test_initial_gradients_same_bits_for_any_block_count(kind):
     """stochastic_grads (initial and recomputed gradients) runs its rows in blocks, in
-    parallel, each block drawing into its own scratch row: one block or 7 give the same
-    bits, on 1 or 2 threads."""
+    parallel, each block drawing into its own scratch rows (noise, gradient): one block or 7
+    give the same bits, on 1 or 2 threads."""
     import numba
 
     from fastgt.kernels.oracles import GAUSSIAN, STRUCTURED, stochastic_grads
@@ -221,7 +221,8 @@ def test_initial_gradients_same_bits_for_any_block_count(kind):
     for blocks, threads in ((1, 1), (7, 1), (7, max_threads())):
         numba.set_num_threads(threads)
         G = np.zeros((n, d))
-        grads(3, X, G, np.zeros((blocks, d)), 11, code, 0.5, np.zeros((1, d)), uv, 4, d, data)
+        grads(3, X, G, np.zeros((blocks, d)), np.zeros((blocks, d)), 11, code, 0.5,
+              np.zeros((1, d)), uv, 4, d, data)
         outs.append(G)
     numba.set_num_threads(max_threads())
     assert np.all(outs[0] != 0)

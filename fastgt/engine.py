@@ -203,8 +203,9 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
                   **({"problem_info": info} if info else {})}
         summary = _summarize(records, rec, loop_time / batch.C, wall / batch.C, nthreads, batch.C)
         summary.update(prob.columns())
-        if batch.dtype != np.float64:
-            summary["rounding_limited"] = rec.rounding_limited(t, summary)
+        # float32: the metrics its rounding may dominate ("" if none); float64: not checked
+        summary["rounding_limited"] = (rec.rounding_limited(t, summary, algo.drifts)
+                                       if batch.dtype != np.float64 else None)
         out.append(RunResult(records, summary, config,
                              LazyState(algo.state(batch, arrays, cur, c, t))))
     return out
@@ -304,7 +305,7 @@ class _Recorder:
             self.status, self.diverged_step = "diverged", t
             self.reason = self._why([(self.declared[j].name, out[j]) for j in checked])
 
-    def rounding_limited(self, steps: int, summary: dict) -> str:
+    def rounding_limited(self, steps: int, summary: dict, drifts: bool) -> str:
         """The metrics whose plateau a float32 state's rounding may dominate after
         ``steps`` steps (fastgt.precision), from the last record's buffers and values."""
         if self.status != "ok":
@@ -314,7 +315,7 @@ class _Recorder:
         real = self.batch.real
         floors = step_floors(real(X), None if Y is None else real(Y), last["consensus"],
                              last["tracking"], self.batch.problem)
-        return rounding_limited(summary, floors, steps)
+        return rounding_limited(summary, floors, steps, drifts)
 
     def _snapshot(self, X, Y) -> M.Snapshot:
         real = self.batch.real

@@ -16,7 +16,8 @@ accumulates the variance of such perturbations at most linearly in the steps (GT
 tracking invariant ybar = gbar, a marginal mode, exactly so), so after ``steps`` steps a
 plateau below ROUNDING_MARGIN x steps x that is the state's rounding, not the algorithm.
 D² and EXTRA pile roundings up in their mean's velocity, which this does not model: they
-warn on every float32 run (algorithms.base.DRIFT).
+warn on every float32 run (algorithms.base.DRIFT), and their metrics of xbar are always
+listed.
 """
 
 from __future__ import annotations
@@ -52,14 +53,23 @@ def step_floors(X: np.ndarray, Y: np.ndarray | None, consensus: float, tracking:
             "consensus": spread, "grad_norm2": tr2 * eps2 / n, "tracking": spread}
 
 
-def rounding_limited(summary: dict, floors: dict, steps: int) -> str:
+#: the metrics of xbar, which a drifting algorithm's roundings move (algorithms.base.DRIFT)
+MEAN_METRICS = ("loss_avg", "loss_nodes", "grad_norm2")
+
+
+def rounding_limited(summary: dict, floors: dict, steps: int, drifts: bool = False) -> str:
     """The kernel metrics (comma-separated, "" if none) whose plateau in ``summary`` lies
-    within ROUNDING_MARGIN x steps x their step floor, with a FastGTWarning naming them."""
+    within ROUNDING_MARGIN x steps x their step floor, with a FastGTWarning naming them. For
+    an algorithm that ``drifts`` (D², EXTRA) the metrics of xbar are listed whatever their
+    plateau: its roundings pile up in xbar beyond this estimate (the warning it gave before
+    the run says so), so that a sweep's column marks every result to check in float64."""
     names = [m for m in KERNEL_METRICS if np.isfinite(summary.get(m, np.nan))
              and 0 < abs(summary[m]) <= ROUNDING_MARGIN * steps * floors[m]]
     if names:  # (an exact 0, every node at xbar as on the complete graph, is no floor)
         warnings.warn(f"dtype float32: rounding of the state may dominate {', '.join(names)} "
-                      "(its plateau is within the floor its steps' roundings accumulate); "
-                      "dtype='float64' measures them", FastGTWarning,
-                      stacklevel=caller_level())
+                      "(its plateau is within the floor its steps' roundings accumulate); a "
+                      "float64 run measures them", FastGTWarning, stacklevel=caller_level())
+    if drifts:
+        names = [m for m in KERNEL_METRICS if m in names or (
+            m in MEAN_METRICS and np.isfinite(summary.get(m, np.nan)))]
     return ", ".join(names)

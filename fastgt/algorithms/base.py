@@ -261,7 +261,7 @@ class Batch:
 DRIFT = ("{name} with dtype float32: its mean's second-order recursion sums the state's "
          "roundings into a gradient bias that grows with the run and with 1/stepsize (a "
          "noiseless torus at stepsize 1e-3: loss 1e-2 where float64 reaches 1e-11); check "
-         "its results against dtype='float64'")
+         "its results against a float64 run")
 
 
 @dataclass(frozen=True)

@@ -192,7 +192,9 @@ class Batch:
         self.pointers: dict = {}  # algorithm name -> its block function's pointer (advance)
         C, n, d = len(cells), first.W.n, problem.d
         self.C, self.n, self.d = C, n, d
-        self.dtype = np.dtype(dtype)  # of the state arrays (new_rows); all else is float64
+        # of the state arrays (new_rows) and of the problem's per-step arrays
+        # (Problem.in_dtype); sums, scratch rows, weights and noise rows stay float64
+        self.dtype = np.dtype(dtype)
         item = self.dtype.itemsize
         # whole lines of the state's rows (16 floats, 8 doubles): float64 rows of dp (sums,
         # scratch, the problem's arrays) are then whole lines too

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import math
 import time
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -17,17 +16,9 @@ import numpy as np
 from . import metrics as M
 from .algorithms import Batch, Cell
 from .algorithms import algorithm as get_algorithm
-from .algorithms.base import DRIFT
+from .algorithms.base import warn_drift
 from .config import DIVERGE_FACTOR, SMALL_RUN
-from .errors import (
-    FastGTError,
-    FastGTWarning,
-    bad,
-    caller_level,
-    check_choice,
-    check_float,
-    check_int,
-)
+from .errors import FastGTError, bad, check_choice, check_float, check_int
 from .kernels.metrics import KERNEL_METRICS
 from .params import PARAMS
 from .precision import rounding_limited, step_floors
@@ -139,8 +130,7 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
                                                                                local_steps)
     check_choice("parallel", parallel, ("auto", "cells", "blocks"))
     dtype = "float64" if dtype is None else PARAMS["dtype"].validate("dtype", dtype)
-    if dtype != "float64" and algo.drifts:
-        warnings.warn(DRIFT.format(name=algo.name), FastGTWarning, stacklevel=caller_level())
+    warn_drift(algo, dtype)
     spec = get_problem(problem)
     if not cells:
         raise bad("cells", cells, "a non-empty list of dicts")
@@ -204,7 +194,7 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         summary = _summarize(records, rec, loop_time / batch.C, wall / batch.C, nthreads, batch.C)
         summary.update(prob.columns())
         # float32: the metrics its rounding may dominate ("" if none); float64: not checked
-        summary["rounding_limited"] = (rec.rounding_limited(t, summary, algo.drifts)
+        summary["rounding_limited"] = (rec.rounding_limited(cur, t, summary, algo.drifts)
                                        if batch.dtype != np.float64 else None)
         out.append(RunResult(records, summary, config,
                              LazyState(algo.state(batch, arrays, cur, c, t))))
@@ -286,7 +276,6 @@ class _Recorder:
         return tuple(np.array(a, dtype=np.int64) for a in (nan, dst, src, checked)) + (computed,)
 
     def record(self, t: int, cur: int) -> None:
-        self.cur = cur  # the buffers of the last record (rounding_limited)
         X, Y = self.algo.iterates(self.batch, self.arrays, cur, self.c)
         has_y = Y is not None
         self.fill(X, Y, has_y, self.part, self.fused)
@@ -305,12 +294,13 @@ class _Recorder:
             self.status, self.diverged_step = "diverged", t
             self.reason = self._why([(self.declared[j].name, out[j]) for j in checked])
 
-    def rounding_limited(self, steps: int, summary: dict, drifts: bool) -> str:
+    def rounding_limited(self, cur: int, steps: int, summary: dict, drifts: bool) -> str:
         """The metrics whose plateau a float32 state's rounding may dominate after
-        ``steps`` steps (fastgt.precision), from the last record's buffers and values."""
+        ``steps`` steps (fastgt.precision), from the last record's values and its buffers
+        ``cur`` (those of the run's end: a cell still ok recorded last there)."""
         if self.status != "ok":
             return ""
-        X, Y = self.algo.iterates(self.batch, self.arrays, self.cur, self.c)
+        X, Y = self.algo.iterates(self.batch, self.arrays, cur, self.c)
         last = dict(zip((m.name for m in self.declared), self.out))
         real = self.batch.real
         floors = step_floors(real(X), None if Y is None else real(Y), last["consensus"],

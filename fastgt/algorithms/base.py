@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 
-from ..errors import FastGTError, bad
+from ..errors import FastGTError, FastGTWarning, bad, caller_level
 from ..kernels.mixing import n_blocks, pad_rows
 from ..kernels.oracles import GAUSSIAN, normal_matrix, stochastic_grads
 from ..kernels.rng import STREAM_X0
@@ -264,6 +265,14 @@ DRIFT = ("{name} with dtype float32: its mean's second-order recursion sums the 
          "roundings into a gradient bias that grows with the run and with 1/stepsize (a "
          "noiseless torus at stepsize 1e-3: loss 1e-2 where float64 reaches 1e-11); check "
          "its results against a float64 run")
+
+
+def warn_drift(algo, dtype: str) -> None:
+    """DRIFT as a FastGTWarning at the user's line, if a run of ``algo`` with a state of
+    ``dtype`` gives cause (one that ``drifts``, in float32): fastgt.run before any work,
+    a sweep's driver once per algorithm."""
+    if dtype != "float64" and algo.drifts:
+        warnings.warn(DRIFT.format(name=algo.name), FastGTWarning, stacklevel=caller_level())
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,11 @@ import os
 import re
 import sys
 import time
-import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..errors import FastGTError, FastGTWarning, check_choice, check_float, check_int
+from ..errors import FastGTError, check_choice, check_float, check_int
 from .cellrun import THREAD_ENV, failed_row, ping, run_cells, warm_cache, worker_init
 from .tasks import FLUSH_ROWS, FLUSH_SECONDS, MAX_BATCH, TASK_SECONDS, Planner
 
@@ -273,14 +272,13 @@ def check_executor(executor: str, scheduler: str | None) -> None:
 
 
 def _drift_notes(units) -> None:
-    """The warning a float32 run of D² or EXTRA gives (algorithms.base.DRIFT), once per
-    algorithm of the sweep, by the driver (the workers' runs say nothing)."""
+    """The warning a float32 run of D² or EXTRA gives, once per algorithm of the sweep, by
+    the driver (the workers' runs say nothing)."""
     from ..algorithms import ALGORITHMS
-    from ..algorithms.base import DRIFT
+    from ..algorithms.base import warn_drift
 
-    for algo in sorted({a for a, _, dtype in units if dtype != "float64"}):
-        if ALGORITHMS[algo].drifts:
-            warnings.warn(DRIFT.format(name=algo), FastGTWarning, stacklevel=3)
+    for algo, dtype in sorted({(a, dtype) for a, _, dtype in units}):
+        warn_drift(ALGORITHMS[algo], dtype)
 
 
 def make_backend(executor: str, workers: int, threads: int, scheduler: str | None,

@@ -14,6 +14,7 @@ from ..kernels.mixing import n_blocks, pad_rows
 from ..kernels.oracles import GAUSSIAN, normal_matrix, stochastic_grads
 from ..kernels.rng import STREAM_X0
 from ..kernels.steps import Mixing, Oracle, State, blocks_pointer, run_steps, shared_row
+from ..kernels.temporal import SHARED_ROWS, plan
 
 #: bytes of a cache line (and of an AVX-512 vector); LANES doubles; bytes of a page
 LINE = 64
@@ -183,7 +184,8 @@ class Batch:
     gives the n x d values."""
 
     def __init__(self, cells: list[Cell], problem, mixing: Callable | None = None,
-                 local_steps: int = 1, topology_y=None, dtype: str = "float64"):
+                 local_steps: int = 1, topology_y=None, dtype: str = "float64",
+                 temporal=None):
         first = cells[0]
         Ws = [mixing(c.W) if mixing else c.W for c in cells]  # what the kernels mix with
         for cell in cells[1:]:
@@ -208,20 +210,23 @@ class Batch:
         # loads falsely waiting on the stores: 4K aliasing)
         self.rows = n + min(range(LANES * LANES),
                             key=lambda e: abs((n + e) * dp * item % PAGE - PAGE // 2))
-        nb = int(n_blocks(n))
+        gamma = np.array([c.gamma for c in cells], dtype=np.float64)
+        self.mix = schedule(Ws, gamma, local_steps, self.dp * item // LINE, topology_y)
+        # the step kernels' row blocks: n_blocks(n), or a temporal plan's (kernels/temporal.py;
+        # ``temporal`` as plan takes it), whose blocks then only index scratch rows
+        self.plan = plan(self.mix, n, dp * item, temporal)
+        nb = self.plan.blocks
         # per-block noise row, padded to whole 16-double groups: the generator's vector loop
         # then runs no scalar remainder (the values of coordinates < d do not change)
         dpad = -(-d // 16) * 16
         self.scratch = aligned((C, nb, dpad))
         self.grads_scratch = aligned((C, nb, dp))  # a gradient row per block
-        self.part = aligned((C, nb, 2, dp))  # per-block column sums
+        self.part = aligned((C, int(n_blocks(n)), 2, dp))  # per-block column sums
         self.means = aligned((C, 2, dp))  # column means of the mixed quantities
-        gamma = np.array([c.gamma for c in cells], dtype=np.float64)
-        self.mix = schedule(Ws, gamma, local_steps, self.dp * item // LINE, topology_y)
         nz = first.noise
         self.oracle = Oracle(np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                              np.array([c.noise.scale for c in cells], dtype=np.float64),
-                             aligned((2 * C, dpad)), np.stack([c.noise.uv for c in cells]),
+                             aligned((SHARED_ROWS * C, dpad)), np.stack([c.noise.uv for c in cells]),
                              nz.dv, d, problem.kernel_data(self.widen))
 
     def new_rows(self, *lead: int, at: int = 0) -> np.ndarray:
@@ -359,5 +364,6 @@ class Algorithm:
             blocks = batch.pointers[self.name] = blocks_pointer(compiled, state, batch.mix,
                                                                 batch.oracle)
         run = batch.problem.kernels.compile((run_steps,)).run_steps
+        tiling = batch.plan.tiling if self.phases == 1 else (1, 1, 1, 0, 1)  # step by step
         return run(blocks, self.mixed, self.phases, t0, steps, cur, state, batch.mix,
-                   batch.oracle, batch.oracle.data, runs)
+                   batch.oracle, batch.oracle.data, runs, tiling)

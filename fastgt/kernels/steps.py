@@ -36,7 +36,8 @@ and read by field name:
              workspace); ahead[q] > 0: matrix q's neighbour rows are prefetched that
              many rows ahead (a drawn matching, a scattered graph: algorithms.base.ahead)
     oracle = Oracle(seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, data)
-             xi: the shared draws of each cell's current and previous step (shared_row);
+             xi (SHARED_ROWS C, >= d): the shared draws of each cell's last SHARED_ROWS
+             steps (shared_row: a pass of temporal blocking draws all its steps' first);
              data: the problem's arrays (its family's namedtuple, kernels/oracles.py)
 
 Rows are d coordinates padded with zeros to a whole number of cache lines (state, sums,
@@ -63,6 +64,7 @@ from .oracles import GAUSSIAN, STRUCTURED, CellOracle, Node, draw_shared
 from .pointers import pointer
 from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
 from .specialize import template
+from .temporal import SHARED_ROWS, tile
 
 #: the kernels' bundles (fields: module docstring)
 State = namedtuple("State", "S1 S2 S3 scratch grads part means", module=__name__)
@@ -85,9 +87,10 @@ def cell_key(seed, t):
 
 @njit(**INLINE_FLAGS)
 def shared_row(c, t):
-    """Row of xi holding cell c's shared draw of step t: two rows per cell, by parity, so
-    that the previous step's draw is kept (GT recomputes its previous gradient from it)."""
-    return 2 * c + (t & 1)
+    """Row of xi holding cell c's shared draw of step t: SHARED_ROWS rows per cell, by t
+    modulo SHARED_ROWS, so that the previous step's draw is kept (GT recomputes its
+    previous gradient from it), and so are the draws of a temporal pass's LEVELS_MAX steps."""
+    return SHARED_ROWS * c + (t & (SHARED_ROWS - 1))
 
 
 @njit(**INLINE_FLAGS)
@@ -181,7 +184,7 @@ def blocks_pointer(blocks, state, mix, oracle):
 
 
 @template(parallel=True, **NJIT_FLAGS)
-def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, runs):
+def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, runs, tiling):
     """Steps t0 -> t0 + steps of every cell, in place; returns the new ``cur``. ``blocks``:
     the algorithm's block function (blocks_pointer), ``mixed``: its count of mixed arrays,
     ``phases``: its passes over the rows per step (ATC-GT mixes Y after every node's new
@@ -195,11 +198,24 @@ def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, r
     - runs > 1: one parallel pass per step and phase, with the shared draws before the
       first and the mean-term reductions after each (big runs on several threads).
 
-    One parallel loop for both (not one driver each): each parallel driver costs seconds
-    of compile. A template (kernels/specialize.py), compiled once per problem family for
-    every algorithm: its types include the family's data, and a family's types must only
-    appear in its own cache files (numba unpickles a cache index whole: a type whose
-    module cannot be imported, a test's or a user's problem, would break every other run).
+    ``tiling`` = (levels, width, hB, hA, RA) with levels > 1: temporal blocking
+    (kernels/temporal.py plans it: no mean term, one phase, no drawn matching). A pass
+    advances ``levels`` steps over memory once. The blocks form a grid of rows of
+    ``width`` blocks (a ring: rows of one block; a torus: its grid rows, in blocks of a
+    few columns), periodic both ways, every row's neighbours within hB block rows and hA
+    blocks along a row. Rows split into up to ``runs`` regions (when RA is 1), each row
+    into RA regions: each region pair is advanced as a trapezoid (its levels shrinking by
+    the reaches on every side), in parallel, then the triangles the trapezoids leave at the
+    regions' boundaries (across rows, along rows, both), each in parallel. A block of level
+    s is computed once the blocks it reads at level s - 1 are, and overwrites level s - 2,
+    which only those read: the same bits as step by step, in two buffers.
+
+    One parallel loop for all of it (not one driver each): each parallel driver costs
+    seconds of compile. A template (kernels/specialize.py), compiled once per problem
+    family for every algorithm: its types include the family's data, and a family's types
+    must only appear in its own cache files (numba unpickles a cache index whole: a type
+    whose module cannot be imported, a test's or a user's problem, would break every other
+    run).
     """
     C = state.S3.shape[0]
     nb = state.scratch.shape[1]
@@ -207,32 +223,51 @@ def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, r
     # numba's parallel loops unpack a tuple argument one level only (oracle.data is a tuple
     # within it), and rebuild a tuple only from an argument of the function (``data``)
     seed, kind, scale, xi, uv, dv, d, _ = oracle
-    per = -(-nb // max(1, min(nb, runs)))  # blocks per run
-    runs = -(-nb // per)
-    span = max(1, steps) if runs == 1 else 1  # steps per parallel pass
-    passes = 1 if runs == 1 else phases  # parallel passes per step (runs == 1: all in one)
+    levels, hA, RA = tiling[0], tiling[3], tiling[4]
+    temporal = levels > 1
+    RB = tiles = 1
+    if temporal:  # region pairs of a cell, its steps per pass, parallel passes per pass
+        RB = 1 if RA > 1 else max(1, min(runs, nb // tiling[1] // (2 * levels * tiling[2])))
+        runs = RB * RA
+        per = nb
+        span = levels
+        tiles = 2 if hA == 0 else 4  # the trapezoids' phase and the triangles' (above)
+        passes = 1 if runs == 1 else tiles
+    else:
+        per = -(-nb // max(1, min(nb, runs)))  # blocks per run
+        runs = -(-nb // per)
+        span = max(1, steps) if runs == 1 else 1  # steps per parallel pass
+        passes = 1 if runs == 1 else phases  # parallel passes per step (runs == 1: all in one)
     for s0 in range(0, steps, span):
+        L = min(span, steps - s0)
         for p0 in range(passes):
-            if runs > 1 and p0 == 0:
+            if p0 == 0 and (temporal or runs > 1):
                 for c in range(C):
-                    step_begin(c, t0 + s0 + 1, oracle, mix)
+                    for s in range(1, (L if temporal else 1) + 1):
+                        step_begin(c, t0 + s0 + s, oracle, mix)
             for w in prange(C * runs):
                 c = w // runs
-                b0 = (w - c * runs) * per
-                cc = cur
+                r = w - c * runs
                 oc = Oracle(seed, kind, scale, xi, uv, dv, d, data)
-                for s in range(s0, s0 + span):
-                    t = t0 + s + 1
-                    if runs == 1:
-                        step_begin(c, t, oc, mix)
-                    for ph in range(p0, p0 + phases - passes + 1):
-                        blocks(c, t, ph, cc, b0, min(nb, b0 + per), s == steps - 1, state, mix,
-                               oc)
+                if temporal:  # one phase, or all of them in turn (a single region pair)
+                    for tp in range(p0, p0 + tiles - passes + 1):
+                        tile(blocks, c, tiling, tp, r // RA, RB, r - r // RA * RA, t0 + s0, L,
+                             cur, steps - s0, state, mix, oc)
+                else:
+                    b0 = r * per
+                    cc = cur
+                    for s in range(s0, s0 + L):
+                        t = t0 + s + 1
                         if runs == 1:
-                            step_end(c, mixed, state, mix)
-                    cc = 1 - cc
-            if runs > 1:
+                            step_begin(c, t, oc, mix)
+                        for ph in range(p0, p0 + phases - passes + 1):
+                            blocks(c, t, ph, cc, b0, min(nb, b0 + per), s == steps - 1, state,
+                                   mix, oc)
+                            if runs == 1:
+                                step_end(c, mixed, state, mix)
+                        cc = 1 - cc
+            if runs > 1 and not temporal:
                 for c in range(C):
                     step_end(c, mixed, state, mix)
-        cur = cur if span % 2 == 0 else 1 - cur
+        cur = cur if L % 2 == 0 else 1 - cur
     return cur

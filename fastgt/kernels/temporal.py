@@ -1,0 +1,185 @@
+"""Temporal blocking: whether a batch's steps advance several at a time per pass over
+memory, in which row blocks, and the order of a pass (kernels/steps.py: run_steps).
+
+A step of a big state streams it from memory and back; a pass of ``levels`` steps reads
+and writes it once, each block advanced through the levels while the blocks it reads are
+still in cache. That needs every row's neighbours within a few blocks (the matrices'
+circular bandwidth: rings, tori and the like, in their natural order) and no mean term
+(whose sums need all rows of a step before any row of the next), a schedule of fixed
+matrices (a drawn matching is drawn per step) and one phase per step (run_steps). The
+rows themselves are computed as step by step: the same bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ..config import INLINE_FLAGS
+from .mixing import n_blocks
+
+#: rows of the shared draws per cell (steps.shared_row; a power of 2), and the most steps
+#: a pass advances: its steps' draws are drawn first, and the one before them is kept
+SHARED_ROWS = 8
+LEVELS_MAX = SHARED_ROWS - 1
+
+#: a state array of at least this many bytes (one cell's n rows) is advanced in passes
+#: of LEVELS steps, in blocks of about BLOCK_BYTES of a state array's rows (or the
+#: bandwidth, if more: then, for a torus, in blocks of GRID_BLOCK_BYTES of a grid row,
+#: regions of BLOCK_BYTES); measured in bench/bench_temporal.py
+MIN_BYTES = 32 << 20
+LEVELS = 4
+BLOCK_BYTES = 64 << 10
+GRID_BLOCK_BYTES = 8 << 10
+
+
+@njit(**INLINE_FLAGS)
+def segment(blocks, c, tb, s, p, a0, a1, width, cur, left, state, mix, oracle):
+    """Level s of a pass after step tb, i.e. step tb + s, of cell c on the blocks a0 to
+    a1 - 1 (modulo ``width``) of block row p (modulo the rows): one or two ranges of
+    consecutive blocks. ``cur``: the buffer that holds step tb; ``left``: the steps left
+    in the call from tb (its last step writes what the metrics read)."""
+    if a1 <= a0:
+        return
+    base = (p % (state.scratch.shape[1] // width)) * width
+    lo = a0 % width
+    hi = lo + a1 - a0
+    bc = cur if s % 2 == 1 else 1 - cur
+    blocks(c, tb + s, 0, bc, base + lo, base + min(hi, width), s == left, state, mix, oracle)
+    if hi > width:  # wraps around the row
+        blocks(c, tb + s, 0, bc, base, base + hi - width, s == left, state, mix, oracle)
+
+
+@njit(**INLINE_FLAGS)
+def tile(blocks, c, tiling, phase, rb, RB, ra, tb, L, cur, left, state, mix, oracle):
+    """Work item (rb, ra) of one phase of a pass of L levels (docs in run_steps). The
+    blocks form a grid of ``width`` blocks a row (tiling: levels, width, reach across rows
+    hB, reach along a row hA, regions along a row RA); the rows split into RB regions,
+    each row into RA. Phase 0 takes the trapezoid of both: level s on rows [B0 + (s - 1)
+    hB, B1 - (s - 1) hB) and, in each, blocks [A0 + (s - 1) hA, A1 - (s - 1) hA); phases 1
+    (rows), 2 (blocks along the rows) and 3 (both) the triangles at region boundaries B0
+    and A0: level s on [B0 - (s - 1) hB, B0 + (s - 1) hB), and alike for A. A trapezoid's
+    rows go in diagonals p + (s - 1) hB, each level s row right after the level s - 1 rows
+    it reads, while they are in cache."""
+    width, hB, hA, RA = tiling[1], tiling[2], tiling[3], tiling[4]
+    rows = state.scratch.shape[1] // width
+    B0, B1 = rb * rows // RB, (rb + 1) * rows // RB
+    A0, A1 = ra * width // RA, (ra + 1) * width // RA
+    sa = 1 if phase < 2 else -1  # the blocks along a row: trapezoid, or triangle at A0
+    if phase >= 2:
+        A1 = A0
+    if phase % 2 == 0:
+        for k in range(B0, B1 + (L - 1) * hB):
+            for s in range(1, L + 1):
+                p = k - (s - 1) * hB
+                if B0 + (s - 1) * hB <= p < B1 - (s - 1) * hB:
+                    g = sa * (s - 1) * hA
+                    segment(blocks, c, tb, s, p, A0 + g, A1 - g, width, cur, left, state,
+                            mix, oracle)
+    else:
+        for s in range(2, L + 1):
+            for p in range(B0 - (s - 1) * hB, B0 + (s - 1) * hB):
+                g = sa * (s - 1) * hA
+                segment(blocks, c, tb, s, p, A0 + g, A1 - g, width, cur, left, state, mix,
+                        oracle)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a batch's steps run (kernels/steps.py: run_steps). levels: steps per pass (1:
+    step by step); blocks: the row blocks of a cell's steps (n_blocks(n) step by step), in
+    rows of ``width`` blocks (1 for a ring; a torus's grid row in blocks of a few nodes);
+    reach: how many block rows away a row's neighbours may be, ``across`` how many blocks
+    along a block row; ``regions``: how many regions each block row splits into."""
+
+    levels: int
+    blocks: int
+    width: int = 1
+    reach: int = 1
+    across: int = 0
+    regions: int = 1
+
+    @property
+    def tiling(self) -> tuple:
+        """What run_steps takes: (levels, width, reach, across, regions)."""
+        return (self.levels, self.width, self.reach, self.across, self.regions)
+
+
+def entries(mix, n: int):
+    """(rows i, columns j) of every entry of every matrix of the schedule."""
+    for p in range(mix.indptr.shape[0]):
+        indptr = mix.indptr[p]
+        yield np.repeat(np.arange(n), np.diff(indptr)), mix.indices[p, :indptr[-1]]
+
+
+def circular(delta: np.ndarray, period: int) -> int:
+    """The largest of min(|delta| mod period, period - that): distances on a circle."""
+    delta = np.abs(delta) % period
+    return int(np.minimum(delta, period - delta).max(initial=0))
+
+
+def bandwidth(mix, n: int) -> int:
+    """The largest circular distance between a row i and a row j it mixes, over every
+    matrix of the schedule."""
+    return max(circular(j - i, n) for i, j in entries(mix, n))
+
+
+def reach(n: int, blocks: int, bw: int) -> int:
+    """How many blocks away (either way, modulo ``blocks``) the rows within ``bw`` of a
+    block's rows may be, for kernels.mixing.block_range's blocks: all ``size`` rows but
+    the last, ``last`` rows (1 to size), which may be among the blocks a row reaches."""
+    size = -(-n // blocks)
+    last = n - (blocks - 1) * size
+    return max(1, -(-bw // size), 1 + -(-max(0, bw - last) // size))
+
+
+def grid(mix, n: int, cols: int, levels: int, nodes: int, region: int) -> Plan | None:
+    """A plan for rows i = r cols + c of a periodic grid (a torus), if every row's
+    neighbours are within one grid row (circularly) and a few columns: blocks of ``w``
+    columns, w the largest divisor of cols up to ``nodes``, rows split into regions of
+    about ``region`` nodes and at least 2 levels blocks' reach. None if not a grid."""
+    if cols < 2 or n % cols or n // cols < 2 * levels:
+        return None
+    rows = n // cols
+    far = [(circular(j // cols - i // cols, rows), circular(j % cols - i % cols, cols))
+           for i, j in entries(mix, n)]
+    dr, dc = max(f[0] for f in far), max(f[1] for f in far)
+    w = max(v for v in range(1, min(cols, max(1, nodes)) + 1) if cols % v == 0)
+    width, across = cols // w, -(-dc // w)
+    if dr > 1 or across > 1 or width < 2 * levels * across:
+        return None
+    regions = max(1, min(cols // max(1, region), width // max(1, 2 * levels * across)))
+    return Plan(levels, n // w, width, dr, across, regions)
+
+
+def plan(mix, n: int, row_bytes: int, temporal=None) -> Plan:
+    """The batch's Plan. ``temporal``: None to decide (a state array of at least MIN_BYTES
+    per cell), False for step by step, or (levels, rows[, nodes]) for passes of ``levels``
+    steps in blocks of ``rows`` rows or, where a row's neighbours are further apart and
+    the matrices are a grid's, in blocks of up to ``nodes`` nodes of a grid row, regions of
+    about ``rows`` nodes (tests, benchmarks); where the schedule allows it at all."""
+    off = Plan(1, int(n_blocks(n)))
+    if temporal is False or mix.mean.any() or mix.drawn >= 0:
+        return off
+    if temporal is None:
+        if n * row_bytes < MIN_BYTES:
+            return off
+        temporal = (LEVELS, max(1, BLOCK_BYTES // row_bytes),
+                    max(1, GRID_BLOCK_BYTES // row_bytes))
+    levels, rows, *nodes = temporal
+    if not 2 <= levels <= LEVELS_MAX:
+        raise ValueError(f"temporal levels must be 2 to {LEVELS_MAX}, not {levels}")
+    bw = bandwidth(mix, n)
+    if nodes and bw > rows:
+        found = grid(mix, n, bw, levels, nodes[0], rows)
+        if found:
+            return found
+    blocks = max(1, n // max(rows, bw, 1))
+    while -(-n // -(-n // blocks)) != blocks:  # as many blocks as block_range fills
+        blocks = -(-n // -(-n // blocks))
+    h = reach(n, blocks, bw)
+    if blocks < 2 * levels * h:
+        return off
+    return Plan(levels, blocks, reach=h)

@@ -1,0 +1,176 @@
+"""Temporal blocking (kernels/temporal.py): passes of several steps give the bits of step
+by step, and the plan takes it only where it holds."""
+
+import numpy as np
+import pytest
+
+import fastgt
+from fastgt.algorithms import ALGORITHMS, Batch, Cell
+from fastgt.kernels import temporal
+from fastgt.kernels.temporal import Plan, bandwidth, reach
+from fastgt.problems import make_noise
+from fastgt.runtime import numba_threads
+
+#: the single-phase algorithms (ATC-GT's two phases, centralized's mean term: step by step)
+SINGLE_PHASE = ["gt", "dsgd", "d2", "extra"]
+#: topologies, and plans forced on each (plan's ``temporal``) with the threads and whether
+#: cells run in parallel: a ring in blocks of 1 to 4 rows (regions and triangles wrap
+#: around it), a torus in blocks of whole grid rows, a torus as a grid (blocks of 1 to 3
+#: nodes of a grid row, in 1 to 3 regions along a row: every phase of a pass)
+TOPOLOGIES = {
+    "ring": (("ring", {"n": 40, "self_weight": 0.2}),
+             [((3, 1), 1, False), ((2, 4), 2, False), ((7, 1), 2, False), ((3, 2), 2, True)]),
+    "torus": (("torus", {"rows": 16, "cols": 4}),
+              [((3, 1), 1, False), ((2, 4), 2, False), ((7, 1), 2, False), ((3, 2), 2, True)]),
+    "grid": (("torus", {"rows": 10, "cols": 24}),
+             [((2, 4, 2), 1, False), ((3, 4, 2), 2, False), ((2, 8, 1), 2, False),
+              ((3, 2, 3), 2, True)]),
+}
+
+
+def _batch(W, noise, temporal_, problem="hetero_quadratic", local=1, dtype="float64", d=5):
+    kw = {"zeta": 1.0} if problem == "hetero_quadratic" else {}
+    if problem == "logistic":
+        kw, noise = {"samples": 6, "batch_size": 2}, "minibatch"
+    prob = fastgt.problem(problem, **kw).build(W.n, d)
+    cells = [Cell(W, make_noise(noise, 1.0, prob.d, W), 0.02, 3),
+             Cell(W, make_noise(noise, 0.5, prob.d, W), 0.05, 8)]
+    return Batch(cells, prob, local_steps=local, temporal=temporal_, dtype=dtype)
+
+
+def _advance(algorithm, batch, chunks, by_cells=False, threads=1):
+    """Every state array after advancing the batch through ``chunks`` kernel calls."""
+    algo = ALGORITHMS[algorithm]
+    arrays = algo.init(batch)
+    cur, t = 0, 0
+    with numba_threads(threads):
+        for k in chunks:
+            cur = algo.advance(batch, arrays, cur, t, k, by_cells)
+            t += k
+    return cur, [np.array(a) for a in arrays]
+
+
+def _same(a, b):
+    return a[0] == b[0] and all(np.array_equal(x, y) for x, y in zip(a[1], b[1]))
+
+
+@pytest.mark.parametrize("noise", ["none", "gaussian", "structured"])
+@pytest.mark.parametrize("topology", list(TOPOLOGIES))
+@pytest.mark.parametrize("algorithm", SINGLE_PHASE)
+def test_passes_give_the_bits_of_step_by_step(algorithm, topology, noise):
+    """Passes of 2, 3 and 7 steps, chunked by the metrics' records into calls of 4, 1 and
+    6 steps (a pass cut short by its call), local steps, 1 and 2 threads, cells in
+    parallel: every array equals step by step's, bit for bit."""
+    (name, params), variants = TOPOLOGIES[topology]
+    W = fastgt.topology(name, **params)
+    for local in (1, 3):
+        ref = _advance(algorithm, _batch(W, noise, False, local=local), (4, 1, 6))
+        for forced, threads, by_cells in variants:
+            batch = _batch(W, noise, forced, local=local)
+            assert batch.plan.levels == forced[0]  # the passes do run
+            assert (batch.plan.width > 1) == (topology == "grid")
+            got = _advance(algorithm, batch, (4, 1, 6), by_cells, threads)
+            assert _same(got, ref), (local, forced, threads, by_cells)
+
+
+@pytest.mark.parametrize("algorithm", SINGLE_PHASE)
+@pytest.mark.parametrize("problem,dtype", [("quadratic", "float64"), ("quadratic", "float32"),
+                                           ("hetero_quadratic", "float32"),
+                                           ("logistic", "float64")])
+def test_passes_keep_the_bits_of_other_problems_and_float32(algorithm, problem, dtype):
+    W = fastgt.topology("ring", n=36)
+    ref = _advance(algorithm, _batch(W, "gaussian", False, problem, dtype=dtype), (5, 4))
+    batch = _batch(W, "gaussian", (4, 2), problem, dtype=dtype)
+    assert batch.plan.levels == 4
+    assert _same(_advance(algorithm, batch, (5, 4), threads=2), ref)
+
+
+def test_a_wrong_order_is_caught():
+    """The test above can fail: passes that ignore the neighbours' reach (each level's
+    block computed before the next block of the level below) give other numbers."""
+    W = fastgt.topology("ring", n=40)
+    ref = _advance("dsgd", _batch(W, "none", False), (6,))
+    batch = _batch(W, "none", (3, 2))
+    batch.plan = Plan(batch.plan.levels, batch.plan.blocks, reach=0)
+    assert not _same(_advance("dsgd", batch, (6,)), ref)
+    torus = fastgt.topology("torus", rows=10, cols=24)
+    ref = _advance("dsgd", _batch(torus, "none", False), (6,))
+    batch = _batch(torus, "none", (3, 4, 2))
+    batch.plan = Plan(batch.plan.levels, batch.plan.blocks, batch.plan.width, 1, 0,
+                      batch.plan.regions)  # no reach along the grid rows
+    assert not _same(_advance("dsgd", batch, (6,)), ref)
+
+
+def test_plan_is_step_by_step_where_passes_do_not_hold():
+    """A mean term (interp_ring), a drawn matching, a bandwidth that leaves too few blocks
+    (the one-peer exponential graph's far neighbours), a small state: step by step."""
+    d = 5
+    for W in (fastgt.topology("interp_ring", n=40, alpha=0.6),
+              fastgt.topology("random_matching", n=40),
+              fastgt.topology("one_peer_exponential", n=64)):
+        batch = _batch(W, "none", (3, 1), problem="quadratic", d=d)
+        assert batch.plan == Plan(1, int(fastgt.kernels.mixing.n_blocks(W.n)))
+    # one ring of 64-byte rows: below MIN_BYTES by default, then above it
+    small = _batch(fastgt.topology("ring", n=1024), "none", None, problem="quadratic", d=8)
+    assert small.plan.levels == 1
+    ring = fastgt.topology("ring", n=temporal.MIN_BYTES // 64)
+    big = _batch(ring, "none", None, problem="quadratic", d=8)
+    rows = temporal.BLOCK_BYTES // 64
+    assert big.plan == Plan(temporal.LEVELS, ring.n // rows)
+    with pytest.raises(ValueError, match="levels"):
+        _batch(ring, "none", (temporal.LEVELS_MAX + 1, 4))
+
+
+def test_bandwidth_and_reach():
+    """The torus's rows reach a grid row away (cols); blocks hold at least that many rows
+    but the last, whose shortfall the reach makes up: checked against every row's owner."""
+    W = fastgt.topology("torus", rows=6, cols=7)
+    batch = _batch(W, "none", False)
+    assert bandwidth(batch.mix, W.n) == 7
+    assert bandwidth(_batch(fastgt.topology("ring", n=30), "none", False).mix, 30) == 1
+    for n in range(2, 60):
+        for blocks in range(1, n + 1):
+            size = -(-n // blocks)
+            if (blocks - 1) * size >= n:
+                continue  # an empty last block: plan never makes one
+            owner = np.minimum(np.arange(n) // size, blocks - 1)
+            for bw in range(5):
+                far = max(min((owner[(i + s) % n] - owner[i]) % blocks,
+                              (owner[i] - owner[(i + s) % n]) % blocks)
+                          for i in range(n) for s in range(-bw, bw + 1))
+                assert reach(n, blocks, bw) >= far, (n, blocks, bw)
+
+
+def test_a_torus_is_a_grid():
+    """A torus whose grid rows exceed the blocks' rows goes in blocks of a few nodes of a
+    grid row (the largest divisor of cols up to ``nodes``), regions along the rows of
+    about ``rows`` nodes and at least 2 levels blocks; a ring is no grid, nor is a torus
+    too narrow for the levels."""
+    W = fastgt.topology("torus", rows=10, cols=24)
+    assert _batch(W, "none", (2, 8, 5)).plan == Plan(2, 60, width=6, reach=1, across=1,
+                                                     regions=1)
+    assert _batch(W, "none", (2, 8, 3)).plan == Plan(2, 80, width=8, reach=1, across=1,
+                                                     regions=2)
+    assert _batch(W, "none", (3, 4, 1)).plan.regions == 4  # 24 // (2 3): 6 nodes a region
+    assert _batch(W, "none", (7, 4, 6)).plan.width == 1  # too narrow: whole grid rows
+    ring = fastgt.topology("ring", n=40)
+    assert _batch(ring, "none", (2, 1, 4)).plan == Plan(2, 40)
+
+
+def test_run_takes_the_plan_by_itself(monkeypatch):
+    """fastgt.run on a state above MIN_BYTES (lowered here) runs in passes (a torus: as a
+    grid, in regions), with the trace and final state of step by step."""
+    kw = {"topology": fastgt.topology("torus", rows=10, cols=16), "problem": "hetero_quadratic",
+          "noise": "structured", "d": 8, "steps": 23, "record_every": 5, "seed": 2}
+    ref = fastgt.run(**kw)
+    for name in ("MIN_BYTES", "BLOCK_BYTES", "GRID_BLOCK_BYTES"):
+        monkeypatch.setattr(temporal, name, 64)
+    seen = []
+    real_plan = temporal.plan
+    monkeypatch.setattr(fastgt.algorithms.base, "plan",
+                        lambda *a: seen.append(real_plan(*a)) or seen[-1])
+    got = fastgt.run(**kw)
+    assert seen[0] == Plan(temporal.LEVELS, 160, width=16, reach=1, across=1, regions=2)
+    assert np.array_equal(got.trace.to_numpy(), ref.trace.to_numpy(), equal_nan=True)
+    for key in ref.state:
+        assert np.array_equal(got.state[key], ref.state[key])

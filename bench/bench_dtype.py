@@ -78,16 +78,13 @@ def main(argv=None) -> None:
         return
     machine = common.machine_info()
     rows = []
-    for threads in args.threads:
-        for case in common.child_cases(__file__, threads, args, ("setups",)):
-            f64, f32 = (case["ns"][dt] for dt in DTYPES)
-            rows.append([case["algorithm"], case["setup"], str(case["n"]), str(case["d"]),
-                         str(threads), f"{f64['median']:.2f} ({f64['min']:.2f})",
-                         f"{f32['median']:.2f} ({f32['min']:.2f})",
-                         f"{f64['median'] / f32['median']:.2f}x"])
-    print(f"CPU: {machine['cpu']} ({machine['cores']} cores, {machine['usable_cores']} usable); "
-          f"Python {machine['python']}, numpy {machine['numpy']}; load avg at start "
-          f"{machine['load_avg_start'][0]:.2f}\n")
+    for threads, case in common.threaded_cases(__file__, args, ("setups",)):
+        f64, f32 = (case["ns"][dt] for dt in DTYPES)
+        rows.append([case["algorithm"], case["setup"], str(case["n"]), str(case["d"]),
+                     str(threads), f"{f64['median']:.2f} ({f64['min']:.2f})",
+                     f"{f32['median']:.2f} ({f32['min']:.2f})",
+                     f"{f64['median'] / f32['median']:.2f}x"])
+    print(common.machine_line(machine))
     print(common.markdown_table(["algo", "setup", "n", "d", "threads", "float64 ns",
                                  "float32 ns", "float32 speed-up"], rows))
     print(f"\nns = nanoseconds per node-dimension-step of fastgt.run's loop on a ring, median "

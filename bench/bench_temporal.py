@@ -2,7 +2,8 @@
 
     python bench/bench_temporal.py [--n 1000000] [--d 100] [--algorithms gt,dsgd,d2,extra]
                                    [--topologies ring,torus] [--setups 0,B,A]
-                                   [--threads 1,2] [--repeats 5] [--cache-n 3000] [--quick]
+                                   [--threads 1,2] [--repeats 5] [--cache-n 3000]
+                                   [--min-bytes BYTES] [--quick]
 
 For each case, one state advanced by the kernels through two batches of the same cells
 that differ only in their plan: step by step (``temporal=False``, the code before
@@ -50,6 +51,9 @@ def measure(args) -> None:
     from fastgt.problems import make_noise
 
     numba.set_num_threads(args.threads_now)
+    if args.min_bytes is not None:  # where passes begin (kernels/temporal.py)
+        from fastgt.kernels import temporal
+        temporal.MIN_BYTES = args.min_bytes[0]
     by_cells = False  # one cell: its rows in parallel
 
     def per_step(algo, batch, arrays, cur, t, k):
@@ -100,6 +104,9 @@ def main(argv=None) -> None:
     ap.add_argument("--setups", type=lambda s: s.split(","), default=["0", "B", "A"])
     ap.add_argument("--cache-n", "--cache_n", dest="cache_n", type=common.int_list,
                     default=[3000])
+    ap.add_argument("--min-bytes", "--min_bytes", dest="min_bytes", type=common.int_list,
+                    help="plan passes from this many bytes of a state array (default: "
+                         "kernels/temporal.py's MIN_BYTES)")
     ap.add_argument("--quick", action="store_true",
                     help="n = 300000, gt and dsgd, setups 0 and B, 3 repeats")
     args = ap.parse_args(argv)
@@ -110,20 +117,16 @@ def main(argv=None) -> None:
         return
     machine = common.machine_info()
     rows = []
-    for threads in args.threads:
-        for case in common.child_cases(__file__, threads, args,
-                                       ("topologies", "setups", "cache_n")):
-            steps, passes = case["ns"]["steps"], case["ns"]["passes"]
-            levels, blocks = case["plan"]
-            rows.append([case["algorithm"], case["topology"], case["setup"], str(case["n"]),
-                         str(threads), f"{levels} x {blocks}" if levels > 1 else "steps",
-                         f"{steps['median']:.2f} ({steps['min']:.2f})",
-                         f"{passes['median']:.2f} ({passes['min']:.2f})",
-                         f"{steps['median'] / passes['median']:.2f}x",
-                         f"{case['cache']:.2f}"])
-    print(f"CPU: {machine['cpu']} ({machine['cores']} cores, {machine['usable_cores']} usable); "
-          f"Python {machine['python']}, numpy {machine['numpy']}; load avg at start "
-          f"{machine['load_avg_start'][0]:.2f}\n")
+    lists = ("topologies", "setups", "cache_n") + (("min_bytes",) if args.min_bytes else ())
+    for threads, case in common.threaded_cases(__file__, args, lists):
+        steps, passes = case["ns"]["steps"], case["ns"]["passes"]
+        levels, blocks = case["plan"]
+        rows.append([case["algorithm"], case["topology"], case["setup"], str(case["n"]),
+                     str(threads), f"{levels} x {blocks}" if levels > 1 else "steps",
+                     f"{steps['median']:.2f} ({steps['min']:.2f})",
+                     f"{passes['median']:.2f} ({passes['min']:.2f})",
+                     f"{steps['median'] / passes['median']:.2f}x", f"{case['cache']:.2f}"])
+    print(common.machine_line(machine))
     print(common.markdown_table(["algo", "topology", "setup", "n", "threads",
                                  "plan (levels x blocks)", "step by step ns", "passes ns",
                                  "speed-up", f"in cache ns (n = {args.cache_n[0]})"], rows))

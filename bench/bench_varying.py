@@ -69,20 +69,17 @@ def main(argv=None) -> None:
         return
     machine = common.machine_info()
     rows = []
-    for threads in args.threads:
-        for case in common.child_cases(__file__, threads, args):
-            ring = case["ns"]["ring"]["median"]
-            cells = [case["algorithm"], str(case["n"]), str(case["d"]), str(threads),
-                     f"{case['bound']:.2f}"]
-            for name in TOPOLOGIES:
-                ns = case["ns"][name]
-                cells.append(f"{ns['median']:.2f} ({ns['min']:.2f})")
-                if name != "ring":
-                    cells.append(f"{ns['median'] / ring:.2f}")
-            rows.append(cells)
-    print(f"CPU: {machine['cpu']} ({machine['cores']} cores, {machine['usable_cores']} usable); "
-          f"Python {machine['python']}, numpy {machine['numpy']}; load avg at start "
-          f"{machine['load_avg_start'][0]:.2f}\n")
+    for threads, case in common.threaded_cases(__file__, args):
+        ring = case["ns"]["ring"]["median"]
+        cells = [case["algorithm"], str(case["n"]), str(case["d"]), str(threads),
+                 f"{case['bound']:.2f}"]
+        for name in TOPOLOGIES:
+            ns = case["ns"][name]
+            cells.append(f"{ns['median']:.2f} ({ns['min']:.2f})")
+            if name != "ring":
+                cells.append(f"{ns['median'] / ring:.2f}")
+        rows.append(cells)
+    print(common.machine_line(machine))
     print(common.markdown_table(
         ["algo", "n", "d", "threads", "bound ns", "ring ns", "one-peer ns", "one-peer/ring",
          "matching ns", "matching/ring"], rows))

@@ -127,6 +127,21 @@ def case_options(ap, n: list[int], d: list[int], algorithms: list[str], repeats:
     ap.add_argument("--threads-now", type=int, help=argparse.SUPPRESS)
 
 
+def machine_line(machine: dict) -> str:
+    """A table's first line: the CPU (machine_info), Python, numpy and the load at start."""
+    return (f"CPU: {machine['cpu']} ({machine['cores']} cores, {machine['usable_cores']} "
+            f"usable); Python {machine['python']}, numpy {machine['numpy']}; load avg at start "
+            f"{machine['load_avg_start'][0]:.2f}\n")
+
+
+def threaded_cases(script: str, args, lists=()):
+    """(threads, case) for each thread count of ``args.threads`` and each case a child of
+    ``script`` with that many threads measured (child_cases)."""
+    for threads in args.threads:
+        for case in child_cases(script, threads, args, lists):
+            yield threads, case
+
+
 def child_cases(script: str, threads: int, args, lists=()) -> list[dict]:
     """The cases a bench script measures in a child of its own with ``threads`` numba
     threads (``script --threads-now THREADS`` and the case_options of ``args``, with the

@@ -138,8 +138,9 @@ def reach(n: int, blocks: int, bw: int) -> int:
 def grid(mix, n: int, cols: int, levels: int, nodes: int, region: int) -> Plan | None:
     """A plan for rows i = r cols + c of a periodic grid (a torus), if every row's
     neighbours are within one grid row (circularly) and a few columns: blocks of ``w``
-    columns, w the largest divisor of cols up to ``nodes``, rows split into regions of
-    about ``region`` nodes and at least 2 levels blocks' reach. None if not a grid."""
+    columns, w the largest divisor of cols up to ``nodes`` (and at least half of it),
+    rows split into regions of about ``region`` nodes and at least 2 levels blocks'
+    reach. None if not such a grid."""
     if cols < 2 or n % cols or n // cols < 2 * levels:
         return None
     rows = n // cols
@@ -148,8 +149,9 @@ def grid(mix, n: int, cols: int, levels: int, nodes: int, region: int) -> Plan |
     dr, dc = max(f[0] for f in far), max(f[1] for f in far)
     w = max(v for v in range(1, min(cols, max(1, nodes)) + 1) if cols % v == 0)
     width, across = cols // w, -(-dc // w)
-    if dr > 1 or across > 1 or width < 2 * levels * across:
-        return None
+    if dr > 1 or across > 1 or width < 2 * levels * across or 2 * w < nodes:
+        return None  # not a grid, too narrow, or blocks far smaller than asked (a prime
+        # cols: blocks of single nodes would make a scratch row per node)
     regions = max(1, min(cols // max(1, region), width // max(1, 2 * levels * across)))
     return Plan(levels, n // w, width, dr, across, regions)
 

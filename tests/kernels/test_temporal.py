@@ -145,7 +145,7 @@ def test_a_torus_is_a_grid():
     """A torus whose grid rows exceed the blocks' rows goes in blocks of a few nodes of a
     grid row (the largest divisor of cols up to ``nodes``), regions along the rows of
     about ``rows`` nodes and at least 2 levels blocks; a ring is no grid, nor is a torus
-    too narrow for the levels."""
+    too narrow for the levels or whose cols has no divisor near ``nodes``."""
     W = fastgt.topology("torus", rows=10, cols=24)
     assert _batch(W, "none", (2, 8, 5)).plan == Plan(2, 60, width=6, reach=1, across=1,
                                                      regions=1)
@@ -153,6 +153,8 @@ def test_a_torus_is_a_grid():
                                                      regions=2)
     assert _batch(W, "none", (3, 4, 1)).plan.regions == 4  # 24 // (2 3): 6 nodes a region
     assert _batch(W, "none", (7, 4, 6)).plan.width == 1  # too narrow: whole grid rows
+    prime = fastgt.topology("torus", rows=10, cols=23)  # blocks of 1 node, not 6: rows
+    assert _batch(prime, "none", (2, 4, 6)).plan == Plan(2, 10, reach=1)
     ring = fastgt.topology("ring", n=40)
     assert _batch(ring, "none", (2, 1, 4)).plan == Plan(2, 40)
 

@@ -25,11 +25,17 @@ from .mixing import n_blocks
 SHARED_ROWS = 8
 LEVELS_MAX = SHARED_ROWS - 1
 
-#: a state array of at least this many bytes (one cell's n rows) is advanced in passes
-#: of LEVELS steps, in blocks of about BLOCK_BYTES of a state array's rows (or the
-#: bandwidth, if more: then, for a torus, in blocks of GRID_BLOCK_BYTES of a grid row,
-#: regions of BLOCK_BYTES); measured in bench/bench_temporal.py
-MIN_BYTES = 32 << 20
+#: passes are planned for a state array (one cell's n rows) of at least MIN_BYTES, or
+#: 4 MIN_BYTES for rows shorter than SHORT_ROW bytes (their per-row costs, not memory,
+#: bound a step), or WIDE_BYTES where a row's neighbours are further than a block's rows
+#: (a torus as a grid, or in whole grid rows: the state must be far beyond the last-level
+#: cache to gain); LEVELS steps a pass, in blocks of about BLOCK_BYTES of a state array's
+#: rows (or the bandwidth, if more: for a grid, blocks of GRID_BLOCK_BYTES of a grid row,
+#: regions of BLOCK_BYTES). Measured in bench/bench_temporal.py (README: d = 100 rings
+#: gained 1.1-1.6x from 4 MB, d = 10 rings 0.9-1.1x up to 13 MB, tori at 83 MB 1.0-1.1x)
+MIN_BYTES = 8 << 20
+SHORT_ROW = 512
+WIDE_BYTES = 128 << 20
 LEVELS = 4
 BLOCK_BYTES = 64 << 10
 GRID_BLOCK_BYTES = 8 << 10
@@ -157,16 +163,17 @@ def grid(mix, n: int, cols: int, levels: int, nodes: int, region: int) -> Plan |
 
 
 def plan(mix, n: int, row_bytes: int, temporal=None) -> Plan:
-    """The batch's Plan. ``temporal``: None to decide (a state array of at least MIN_BYTES
-    per cell), False for step by step, or (levels, rows[, nodes]) for passes of ``levels``
+    """The batch's Plan. ``temporal``: None to decide (by a state array's bytes per cell:
+    MIN_BYTES and the rest above), False for step by step, or (levels, rows[, nodes]) for passes of ``levels``
     steps in blocks of ``rows`` rows or, where a row's neighbours are further apart and
     the matrices are a grid's, in blocks of up to ``nodes`` nodes of a grid row, regions of
     about ``rows`` nodes (tests, benchmarks); where the schedule allows it at all."""
     off = Plan(1, int(n_blocks(n)))
     if temporal is False or mix.mean.any() or mix.drawn >= 0:
         return off
-    if temporal is None:
-        if n * row_bytes < MIN_BYTES:
+    auto, size = temporal is None, n * row_bytes
+    if auto:
+        if size < (MIN_BYTES if row_bytes >= SHORT_ROW else 4 * MIN_BYTES):
             return off
         temporal = (LEVELS, max(1, BLOCK_BYTES // row_bytes),
                     max(1, GRID_BLOCK_BYTES // row_bytes))
@@ -174,6 +181,8 @@ def plan(mix, n: int, row_bytes: int, temporal=None) -> Plan:
     if not 2 <= levels <= LEVELS_MAX:
         raise ValueError(f"temporal levels must be 2 to {LEVELS_MAX}, not {levels}")
     bw = bandwidth(mix, n)
+    if auto and bw > rows and size < WIDE_BYTES:
+        return off
     if nodes and bw > rows:
         found = grid(mix, n, bw, levels, nodes[0], rows)
         if found:

@@ -110,13 +110,22 @@ def test_plan_is_step_by_step_where_passes_do_not_hold():
               fastgt.topology("one_peer_exponential", n=64)):
         batch = _batch(W, "none", (3, 1), problem="quadratic", d=d)
         assert batch.plan == Plan(1, int(fastgt.kernels.mixing.n_blocks(W.n)))
-    # one ring of 64-byte rows: below MIN_BYTES by default, then above it
-    small = _batch(fastgt.topology("ring", n=1024), "none", None, problem="quadratic", d=8)
-    assert small.plan.levels == 1
-    ring = fastgt.topology("ring", n=temporal.MIN_BYTES // 64)
-    big = _batch(ring, "none", None, problem="quadratic", d=8)
-    rows = temporal.BLOCK_BYTES // 64
-    assert big.plan == Plan(temporal.LEVELS, ring.n // rows)
+    # by itself: rings of 512-byte rows (d = 64) from MIN_BYTES a state array, of 64-byte
+    # rows (d = 8) from 4 MIN_BYTES, a torus in a grid from WIDE_BYTES
+    for d, size in ((64, temporal.MIN_BYTES), (8, 4 * temporal.MIN_BYTES)):
+        row = 8 * d
+        ring = fastgt.topology("ring", n=size // row)
+        assert _batch(ring, "none", None, problem="quadratic", d=d).plan == Plan(
+            temporal.LEVELS, ring.n // (temporal.BLOCK_BYTES // row))
+        below = fastgt.topology("ring", n=size // row - 8)
+        assert _batch(below, "none", None, problem="quadratic", d=d).plan.levels == 1
+    cols = 2 * temporal.BLOCK_BYTES // 512  # grid rows longer than a block's rows
+    for rows, levels in ((temporal.WIDE_BYTES // 512 // cols, temporal.LEVELS),
+                         (temporal.WIDE_BYTES // 512 // cols - 1, 1)):
+        torus = fastgt.topology("torus", rows=rows, cols=cols)
+        plan_ = _batch(torus, "none", None, problem="quadratic", d=64).plan
+        assert plan_.levels == levels and plan_.width == (1 if levels == 1 else cols // 16)
+    ring = fastgt.topology("ring", n=64)
     with pytest.raises(ValueError, match="levels"):
         _batch(ring, "none", (temporal.LEVELS_MAX + 1, 4))
 
@@ -165,7 +174,7 @@ def test_run_takes_the_plan_by_itself(monkeypatch):
     kw = {"topology": fastgt.topology("torus", rows=10, cols=16), "problem": "hetero_quadratic",
           "noise": "structured", "d": 8, "steps": 23, "record_every": 5, "seed": 2}
     ref = fastgt.run(**kw)
-    for name in ("MIN_BYTES", "BLOCK_BYTES", "GRID_BLOCK_BYTES"):
+    for name in ("MIN_BYTES", "WIDE_BYTES", "BLOCK_BYTES", "GRID_BLOCK_BYTES"):
         monkeypatch.setattr(temporal, name, 64)
     seen = []
     real_plan = temporal.plan

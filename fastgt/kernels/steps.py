@@ -227,7 +227,8 @@ def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, r
     temporal = levels > 1
     RB = tiles = 1
     if temporal:  # region pairs of a cell, its steps per pass, parallel passes per pass
-        RB = 1 if RA > 1 else max(1, min(runs, nb // tiling[1] // (2 * levels * tiling[2])))
+        RB = 1 if RA > 1 else max(1, min(runs, nb // tiling[1] // (2 * levels
+                                                                   * max(1, tiling[2]))))
         runs = RB * RA
         per = nb
         span = levels

@@ -32,7 +32,8 @@ LEVELS_MAX = SHARED_ROWS - 1
 #: cache to gain); LEVELS steps a pass, in blocks of about BLOCK_BYTES of a state array's
 #: rows (or the bandwidth, if more: for a grid, blocks of GRID_BLOCK_BYTES of a grid row,
 #: regions of BLOCK_BYTES). Measured in bench/bench_temporal.py (README: d = 100 rings
-#: gained 1.1-1.6x from 4 MB, d = 10 rings 0.9-1.1x up to 13 MB, tori at 83 MB 1.0-1.1x)
+#: gained 1.07-1.92x from 4 MB, d = 10 rings 0.92-1.26x up to 13 MB, tori of 10^4 to 10^5
+#: nodes 0.92-1.19x, tori of 10^6 nodes 1.55-1.78x)
 MIN_BYTES = 8 << 20
 SHORT_ROW = 512
 WIDE_BYTES = 128 << 20

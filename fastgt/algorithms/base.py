@@ -181,7 +181,9 @@ class Batch:
 
     Rows are ``dp`` wide: d rounded up to whole cache lines, the padding zero (see
     fastgt/kernels/steps.py); state arrays hold ``rows`` >= n rows (new_rows); ``real``
-    gives the n x d values."""
+    gives the n x d values. ``temporal``: how the steps run (kernels/temporal.py: plan),
+    None to let the plan decide, False step by step, or a plan's forced parameters (tests
+    and benchmarks); the bits are the same."""
 
     def __init__(self, cells: list[Cell], problem, mixing: Callable | None = None,
                  local_steps: int = 1, topology_y=None, dtype: str = "float64",

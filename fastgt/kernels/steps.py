@@ -35,7 +35,7 @@ and read by field name:
              into the cell's own indices ``own[c, :3 n]`` (own[c, 3 n:]: the shuffle's
              workspace); ahead[q] > 0: matrix q's neighbour rows are prefetched that
              many rows ahead (a drawn matching, a scattered graph: algorithms.base.ahead)
-    oracle = Oracle(seed (C,), kind, scale (C,), xi (2 C, >= d), uv (C, 2, m), dv, d, data)
+    oracle = Oracle(seed (C,), kind, scale (C,), xi, uv (C, 2, m), dv, d, data)
              xi (SHARED_ROWS C, >= d): the shared draws of each cell's last SHARED_ROWS
              steps (shared_row: a pass of temporal blocking draws all its steps' first);
              data: the problem's arrays (its family's namedtuple, kernels/oracles.py)

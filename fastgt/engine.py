@@ -166,7 +166,7 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         threads = 1
     with numba_threads(threads) as nthreads:
         batch = Batch(parsed, prob, algo.mixing, shared["local_steps"], plan.topology_y,
-                      shared["dtype"])
+                      shared["dtype"], algo.passes)
         arrays = algo.init(batch)
         recs = [_Recorder(algo, arrays, c, batch) for c in range(batch.C)]
         by_cells = parallel == "cells" or (parallel == "auto" and 1 < nthreads <= batch.C)

@@ -318,6 +318,9 @@ class Algorithm:
       update then reads CellMix's y fields, ``ysep`` True)
     - ``drifts``: its mean obeys a second-order recursion (D², EXTRA), so that a float32
       state's roundings pile up in it (``DRIFT``: fastgt warns on every float32 run)
+    - ``temporal``: its steps may run in passes of temporal blocking (kernels/temporal.py;
+      with one phase): its update reads, of the step before, only node i's rows and the
+      rows its matrices' rows mix (docs/extending.md); False keeps it step by step
     - ``check(W) -> str | None``: why W is outside its stability condition and the remedies
       (d2), refused unless the run allows it (allow_unstable), or None
     The update equation is in the module docstring of each algorithm.
@@ -337,6 +340,7 @@ class Algorithm:
     phases: int = 1
     topology_y: bool = False
     drifts: bool = False
+    temporal: bool = True
 
     def __post_init__(self):
         if self.mixed not in (1, 2):  # the mean term keeps sums for S1 and S2 (Batch.part)
@@ -347,6 +351,12 @@ class Algorithm:
         same from fastgt.run and from grid files), or None."""
         reason = self.check(W) if self.check else None
         return reason and f"{reason}, or allow_unstable=True to run it anyway"
+
+    @property
+    def passes(self):
+        """What a batch of this algorithm takes as ``temporal``: None (passes where the plan
+        finds them), or False (step by step; no blocks of a plan for nothing)."""
+        return None if self.temporal and self.phases == 1 else False
 
     def blocks_for(self, kernels):
         """The block function compiled for a problem family (its ProblemKernels)."""
@@ -366,6 +376,7 @@ class Algorithm:
             blocks = batch.pointers[self.name] = blocks_pointer(compiled, state, batch.mix,
                                                                 batch.oracle)
         run = batch.problem.kernels.compile((run_steps,)).run_steps
-        tiling = batch.plan.tiling if self.phases == 1 else (1, 1, 1, 0, 1)  # step by step
+        step_by_step = (1, 1, 1, 0, 1)
+        tiling = step_by_step if self.passes is False else batch.plan.tiling
         return run(blocks, self.mixed, self.phases, t0, steps, cur, state, batch.mix,
                    batch.oracle, batch.oracle.data, runs, tiling)

@@ -206,7 +206,8 @@ def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, r
     blocks along a row. Rows split into up to ``runs`` regions (when RA is 1), each row
     into RA regions: each region pair is advanced as a trapezoid (its levels shrinking by
     the reaches on every side), in parallel, then the triangles the trapezoids leave at the
-    regions' boundaries (across rows, along rows, both), each in parallel. A block of level
+    regions' boundaries (across rows, along rows, both), each in parallel (runs == 1: one
+    thread takes a cell's region pairs in turn, phase by phase). A block of level
     s is computed once the blocks it reads at level s - 1 are, and overwrites level s - 2,
     which only those read: the same bits as step by step, in two buffers.
 
@@ -226,10 +227,11 @@ def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, r
     levels, hA, RA = tiling[0], tiling[3], tiling[4]
     temporal = levels > 1
     RB = tiles = 1
-    if temporal:  # region pairs of a cell, its steps per pass, parallel passes per pass
+    if temporal:  # region pairs of a cell (runs == 1: all in one item, in turn), its
+        # steps per pass, parallel passes per pass
         RB = 1 if RA > 1 else max(1, min(runs, nb // tiling[1] // (2 * levels
                                                                    * max(1, tiling[2]))))
-        runs = RB * RA
+        runs = 1 if runs == 1 else RB * RA
         per = nb
         span = levels
         tiles = 2 if hA == 0 else 4  # the trapezoids' phase and the triangles' (above)
@@ -250,10 +252,12 @@ def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, r
                 c = w // runs
                 r = w - c * runs
                 oc = Oracle(seed, kind, scale, xi, uv, dv, d, data)
-                if temporal:  # one phase, or all of them in turn (a single region pair)
+                if temporal:  # one phase of a region pair, or all of them in turn
+                    ra0 = 0 if runs == 1 else r - r // RA * RA
                     for tp in range(p0, p0 + tiles - passes + 1):
-                        tile(blocks, c, tiling, tp, r // RA, RB, r - r // RA * RA, t0 + s0, L,
-                             cur, steps - s0, state, mix, oc)
+                        for ra in range(ra0, RA if runs == 1 else ra0 + 1):
+                            tile(blocks, c, tiling, tp, r // RA, RB, ra, t0 + s0, L, cur,
+                                 steps - s0, state, mix, oc)
                 else:
                     b0 = r * per
                     cc = cur

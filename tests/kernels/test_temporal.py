@@ -1,6 +1,8 @@
 """Temporal blocking (kernels/temporal.py): passes of several steps give the bits of step
 by step, and the plan takes it only where it holds."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,8 @@ SINGLE_PHASE = ["gt", "dsgd", "d2", "extra"]
 #: topologies, and plans forced on each (plan's ``temporal``) with the threads and whether
 #: cells run in parallel: a ring in blocks of 1 to 4 rows (regions and triangles wrap
 #: around it), a torus in blocks of whole grid rows, a torus as a grid (blocks of 1 to 3
-#: nodes of a grid row, in 1 to 3 regions along a row: every phase of a pass)
+#: nodes of a grid row, in 1 to 3 regions along a row: every phase of a pass; one region
+#: along the rows and two across them; regions in turn on one thread per cell)
 TOPOLOGIES = {
     "ring": (("ring", {"n": 40, "self_weight": 0.2}),
              [((3, 1), 1, False), ((2, 4), 2, False), ((7, 1), 2, False), ((3, 2), 2, True)]),
@@ -24,7 +27,7 @@ TOPOLOGIES = {
               [((3, 1), 1, False), ((2, 4), 2, False), ((7, 1), 2, False), ((3, 2), 2, True)]),
     "grid": (("torus", {"rows": 10, "cols": 24}),
              [((2, 4, 2), 1, False), ((3, 4, 2), 2, False), ((2, 8, 1), 2, False),
-              ((3, 2, 3), 2, True)]),
+              ((3, 2, 3), 2, True), ((2, 8, 1), 2, True), ((2, 4, 4), 2, False)]),
 }
 
 
@@ -40,7 +43,7 @@ def _batch(W, noise, temporal_, problem="hetero_quadratic", local=1, dtype="floa
 
 def _advance(algorithm, batch, chunks, by_cells=False, threads=1):
     """Every state array after advancing the batch through ``chunks`` kernel calls."""
-    algo = ALGORITHMS[algorithm]
+    algo = ALGORITHMS.get(algorithm, algorithm)  # a name, or an Algorithm
     arrays = algo.init(batch)
     cur, t = 0, 0
     with numba_threads(threads):
@@ -99,6 +102,19 @@ def test_a_wrong_order_is_caught():
     batch.plan = Plan(batch.plan.levels, batch.plan.blocks, batch.plan.width, 1, 0,
                       batch.plan.regions)  # no reach along the grid rows
     assert not _same(_advance("dsgd", batch, (6,)), ref)
+
+
+def test_an_algorithm_may_keep_to_step_by_step():
+    """Algorithm.temporal False, or two phases: its batches plan no passes (``passes``),
+    and a batch planned with passes (here in a wrong order) still runs it step by step."""
+    assert ALGORITHMS["gt"].passes is None and ALGORITHMS["gt_atc"].passes is False
+    W = fastgt.topology("ring", n=40)
+    ref = _advance("dsgd", _batch(W, "none", False), (6,))
+    batch = _batch(W, "none", (3, 2))
+    batch.plan = Plan(batch.plan.levels, batch.plan.blocks, reach=0)
+    stepwise = dataclasses.replace(ALGORITHMS["dsgd"], temporal=False)
+    assert stepwise.passes is False
+    assert _same(_advance(stepwise, batch, (6,)), ref)
 
 
 def test_plan_is_step_by_step_where_passes_do_not_hold():
@@ -176,12 +192,16 @@ def test_run_takes_the_plan_by_itself(monkeypatch):
     ref = fastgt.run(**kw)
     for name in ("MIN_BYTES", "WIDE_BYTES", "BLOCK_BYTES", "GRID_BLOCK_BYTES"):
         monkeypatch.setattr(temporal, name, 64)
-    seen = []
+    seen = []  # (n, plan) of every batch (a first run's compile may make others: warm-up)
     real_plan = temporal.plan
     monkeypatch.setattr(fastgt.algorithms.base, "plan",
-                        lambda *a: seen.append(real_plan(*a)) or seen[-1])
+                        lambda mix, n, *a: seen.append((n, real_plan(mix, n, *a))) or seen[-1][1])
     got = fastgt.run(**kw)
-    assert seen[0] == Plan(temporal.LEVELS, 160, width=16, reach=1, across=1, regions=2)
+    assert [p for n, p in seen if n == 160] == [
+        Plan(temporal.LEVELS, 160, width=16, reach=1, across=1, regions=2)]
     assert np.array_equal(got.trace.to_numpy(), ref.trace.to_numpy(), equal_nan=True)
     for key in ref.state:
         assert np.array_equal(got.state[key], ref.state[key])
+    seen.clear()
+    fastgt.run(**dict(kw, algorithm="gt_atc", steps=2))  # two phases: no blocks of a plan
+    assert [p for n, p in seen if n == 160] == [Plan(1, int(fastgt.kernels.mixing.n_blocks(160)))]

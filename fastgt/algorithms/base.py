@@ -14,7 +14,7 @@ from ..kernels.mixing import n_blocks, pad_rows
 from ..kernels.oracles import GAUSSIAN, normal_matrix, stochastic_grads
 from ..kernels.rng import STREAM_X0
 from ..kernels.steps import Mixing, Oracle, State, blocks_pointer, run_steps, shared_row
-from ..kernels.temporal import SHARED_ROWS, plan
+from ..kernels.temporal import SHARED_ROWS, Plan, plan
 
 #: bytes of a cache line (and of an AVX-512 vector); LANES doubles; bytes of a page
 LINE = 64
@@ -376,7 +376,7 @@ class Algorithm:
             blocks = batch.pointers[self.name] = blocks_pointer(compiled, state, batch.mix,
                                                                 batch.oracle)
         run = batch.problem.kernels.compile((run_steps,)).run_steps
-        step_by_step = (1, 1, 1, 0, 1)
-        tiling = step_by_step if self.passes is False else batch.plan.tiling
+        plan_ = Plan(1, batch.plan.blocks) if self.passes is False else batch.plan
+        tiling = plan_.tiling  # step by step, or the batch's passes
         return run(blocks, self.mixed, self.phases, t0, steps, cur, state, batch.mix,
                    batch.oracle, batch.oracle.data, runs, tiling)

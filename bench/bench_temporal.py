@@ -53,7 +53,7 @@ def measure(args) -> None:
     numba.set_num_threads(args.threads_now)
     if args.min_bytes is not None:  # where passes begin (kernels/temporal.py)
         from fastgt.kernels import temporal
-        temporal.MIN_BYTES = args.min_bytes[0]
+        temporal.MIN_BYTES = temporal.BAND_BYTES = temporal.SHORT_BYTES = args.min_bytes[0]
     by_cells = False  # one cell: its rows in parallel
 
     def per_step(algo, batch, arrays, cur, t, k):
@@ -82,7 +82,7 @@ def measure(args) -> None:
         del arrays
         Ws = topology(name, args.cache_n[0])
         small = Batch([Cell(Ws, make_noise(NOISES[setup], 1.0, d, Ws), 0.001, 0)],
-                      fastgt.problem("quadratic").build(Ws.n, d))
+                      fastgt.problem("quadratic").build(Ws.n, d), temporal=False)
         arrays = algo.init(small)
         cur = algo.advance(small, arrays, 0, 0, 2, by_cells)
         kc = max(1, round(k * W.n / small.n))
@@ -105,8 +105,9 @@ def main(argv=None) -> None:
     ap.add_argument("--cache-n", "--cache_n", dest="cache_n", type=common.int_list,
                     default=[3000])
     ap.add_argument("--min-bytes", "--min_bytes", dest="min_bytes", type=common.int_list,
-                    help="plan passes from this many bytes of a state array (default: "
-                         "kernels/temporal.py's MIN_BYTES)")
+                    help="plan passes from this many bytes of a state array, whatever its "
+                         "rows' bandwidth below a block's (default: kernels/temporal.py's "
+                         "least_bytes)")
     ap.add_argument("--quick", action="store_true",
                     help="n = 300000, gt and dsgd, setups 0 and B, 3 repeats")
     args = ap.parse_args(argv)

@@ -24,20 +24,27 @@ from .mixing import n_blocks
 SHARED_ROWS = 8
 LEVELS_MAX = SHARED_ROWS - 1
 
-#: passes are planned for a state array (one cell's n rows) of at least MIN_BYTES, or
-#: 4 MIN_BYTES for rows shorter than SHORT_ROW bytes (their per-row costs, not memory,
-#: bound a step), or WIDE_BYTES where a row's neighbours are further than a block's rows
-#: (a torus as a grid, or in whole grid rows: the state must be far beyond the last-level
-#: cache to gain); LEVELS steps a pass, in blocks of about BLOCK_BYTES of a state array's
+#: passes are planned for a state array (one cell's n rows) of at least MIN_BYTES where
+#: every row's neighbours are within 1/NARROW of a block's rows (a ring), BAND_BYTES where
+#: they are within a block's rows (a torus in whole grid rows), WIDE_BYTES where they are
+#: further (a torus as a grid: the state must be far beyond the last-level cache to gain),
+#: and SHORT_BYTES for rows shorter than SHORT_ROW bytes (their per-row costs, not memory,
+#: bound a step); LEVELS steps a pass, in blocks of about BLOCK_BYTES of a state array's
 #: rows (or the bandwidth, if more: for a grid, blocks of GRID_BLOCK_BYTES of a grid row,
-#: regions of BLOCK_BYTES). Measured in bench/bench_temporal.py (README: d = 100 rings
-#: gained 1.07-1.92x from 4 MB, d = 10 rings 0.92-1.26x up to 13 MB, tori of 10^4 to 10^5
-#: nodes 0.92-1.19x, tori of 10^6 nodes 1.55-1.78x)
-MIN_BYTES = 8 << 20
-SHORT_ROW = 512
-WIDE_BYTES = 128 << 20
-LEVELS = 4
+#: regions of BLOCK_BYTES). Measured in bench/bench_temporal.py (README): rings at d = 64
+#: to 200 gained 1.03-1.52x from MIN_BYTES = 16 blocks on 1 and 2 threads, but lost on 2
+#: threads with gaussian noise below it (fewer blocks than two trapezoids of 2 levels x
+#: the reach each: one thread took a pass); tori in grid rows of 1500 to 4000 nodes
+#: 0.86-1.35x, tori of 10^4 to 10^5 nodes as grids 0.92-1.19x, of 10^6 nodes 1.55-1.78x;
+#: rings at d = 10 0.92-1.26x up to 13 MB
 BLOCK_BYTES = 64 << 10
+MIN_BYTES = 16 * BLOCK_BYTES
+NARROW = 8
+BAND_BYTES = 8 << 20
+WIDE_BYTES = 128 << 20
+SHORT_BYTES = 32 << 20
+SHORT_ROW = 512
+LEVELS = 4
 GRID_BLOCK_BYTES = 8 << 10
 
 
@@ -177,9 +184,19 @@ def grid(mix, n: int, cols: int, levels: int, nodes: int, region: int) -> Plan |
     return Plan(levels, n // w, width, dr, across, regions)
 
 
+def least_bytes(row_bytes: int, bw: int, rows: int) -> int:
+    """The smallest state array that passes of blocks of ``rows`` rows pay for, rows of
+    ``row_bytes`` bytes whose neighbours are up to ``bw`` rows away (thresholds above)."""
+    if bw > rows:
+        return WIDE_BYTES
+    if row_bytes < SHORT_ROW:
+        return SHORT_BYTES
+    return MIN_BYTES if bw * NARROW <= rows else BAND_BYTES
+
+
 def plan(mix, n: int, row_bytes: int, temporal=None) -> Plan:
     """The batch's Plan. ``temporal``: None to decide (by a state array's bytes per cell:
-    MIN_BYTES and the rest above), False for step by step, or (levels, rows[, nodes]) for passes of ``levels``
+    least_bytes), False for step by step, or (levels, rows[, nodes]) for passes of ``levels``
     steps in blocks of ``rows`` rows or, where a row's neighbours are further apart and
     the matrices are a grid's, in blocks of up to ``nodes`` nodes of a grid row, regions of
     about ``rows`` nodes (tests, benchmarks); where the schedule allows it at all."""
@@ -188,7 +205,7 @@ def plan(mix, n: int, row_bytes: int, temporal=None) -> Plan:
         return off
     auto, size = temporal is None, n * row_bytes
     if auto:
-        if size < (MIN_BYTES if row_bytes >= SHORT_ROW else 4 * MIN_BYTES):
+        if size < (MIN_BYTES if row_bytes >= SHORT_ROW else SHORT_BYTES):
             return off
         temporal = (LEVELS, max(1, BLOCK_BYTES // row_bytes),
                     max(1, GRID_BLOCK_BYTES // row_bytes))
@@ -196,7 +213,7 @@ def plan(mix, n: int, row_bytes: int, temporal=None) -> Plan:
     if not 2 <= levels <= LEVELS_MAX:
         raise ValueError(f"temporal levels must be 2 to {LEVELS_MAX}, not {levels}")
     bw = bandwidth(mix, n)
-    if auto and bw > rows and size < WIDE_BYTES:
+    if auto and size < least_bytes(row_bytes, bw, rows):
         return off
     if nodes and bw > rows:
         found = grid(mix, n, bw, levels, nodes[0], rows)

@@ -127,14 +127,20 @@ def test_plan_is_step_by_step_where_passes_do_not_hold():
         batch = _batch(W, "none", (3, 1), problem="quadratic", d=d)
         assert batch.plan == Plan(1, int(fastgt.kernels.mixing.n_blocks(W.n)))
     # by itself: rings of 512-byte rows (d = 64) from MIN_BYTES a state array, of 64-byte
-    # rows (d = 8) from 4 MIN_BYTES, a torus in a grid from WIDE_BYTES
-    for d, size in ((64, temporal.MIN_BYTES), (8, 4 * temporal.MIN_BYTES)):
+    # rows (d = 8) from SHORT_BYTES, a torus in whole grid rows (64 columns, half a block's
+    # rows) from BAND_BYTES, a torus in a grid from WIDE_BYTES
+    for d, size in ((64, temporal.MIN_BYTES), (8, temporal.SHORT_BYTES)):
         row = 8 * d
         ring = fastgt.topology("ring", n=size // row)
         assert _batch(ring, "none", None, problem="quadratic", d=d).plan == Plan(
             temporal.LEVELS, ring.n // (temporal.BLOCK_BYTES // row))
         below = fastgt.topology("ring", n=size // row - 8)
         assert _batch(below, "none", None, problem="quadratic", d=d).plan.levels == 1
+    for rows, levels in ((temporal.BAND_BYTES // 512 // 64, temporal.LEVELS),
+                         (temporal.BAND_BYTES // 512 // 64 - 1, 1)):
+        torus = fastgt.topology("torus", rows=rows, cols=64)
+        plan_ = _batch(torus, "none", None, problem="quadratic", d=64).plan
+        assert plan_.levels == levels and plan_.width == 1
     cols = 2 * temporal.BLOCK_BYTES // 512  # grid rows longer than a block's rows
     for rows, levels in ((temporal.WIDE_BYTES // 512 // cols, temporal.LEVELS),
                          (temporal.WIDE_BYTES // 512 // cols - 1, 1)):
@@ -185,12 +191,13 @@ def test_a_torus_is_a_grid():
 
 
 def test_run_takes_the_plan_by_itself(monkeypatch):
-    """fastgt.run on a state above MIN_BYTES (lowered here) runs in passes (a torus: as a
+    """fastgt.run on a state above the thresholds (lowered here) runs in passes (a torus: as a
     grid, in regions), with the trace and final state of step by step."""
     kw = {"topology": fastgt.topology("torus", rows=10, cols=16), "problem": "hetero_quadratic",
           "noise": "structured", "d": 8, "steps": 23, "record_every": 5, "seed": 2}
     ref = fastgt.run(**kw)
-    for name in ("MIN_BYTES", "WIDE_BYTES", "BLOCK_BYTES", "GRID_BLOCK_BYTES"):
+    for name in ("MIN_BYTES", "BAND_BYTES", "WIDE_BYTES", "SHORT_BYTES", "BLOCK_BYTES",
+                 "GRID_BLOCK_BYTES"):
         monkeypatch.setattr(temporal, name, 64)
     seen = []  # (n, plan) of every batch (a first run's compile may make others: warm-up)
     real_plan = temporal.plan

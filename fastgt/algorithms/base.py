@@ -40,13 +40,6 @@ def aligned(shape, at: int = 0, dtype=np.float64) -> np.ndarray:
     return buf[skip:skip + size].reshape(shape)
 
 
-def wide(a: np.ndarray) -> np.ndarray:
-    """``a`` as float64 (``a`` itself when it is): initialisations compute in float64 and
-    round where they store, as the kernels do (numpy would compute a float32 array times a
-    Python float in float32)."""
-    return a.astype(np.float64, copy=False)
-
-
 def padded(M: np.ndarray, dp: int, dtype=np.float64) -> np.ndarray:
     """M (rows, d) as ``dtype`` with its rows padded with zeros to dp columns, on aligned
     memory (M itself when it is already dp wide and of that type)."""

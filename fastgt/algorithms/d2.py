@@ -20,6 +20,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
+from ..kernels import rows
 from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import DIAGONAL, NONE, grad_row
 from ..kernels.rounding import stored
@@ -32,7 +33,6 @@ from .base import (
     gradient_rows,
     gradients,
     initial_point,
-    wide,
 )
 
 #: cell c's views: Z now and next, G, X, a gradient row per block, the next buffer of the
@@ -107,7 +107,7 @@ def init(batch):
         initial_point(x, cell.x0, cell.seed, batch.d)
         g = batch.used(G2[c, 0]) if len(G2[c, 0]) else np.zeros_like(x)
         batch.grads(0, x, g, c)
-        z[:] = wide(x) - cell.gamma * wide(g)
+        rows.axpy(z, x, -cell.gamma, g)
         column_means(z, batch.part[c], 0, batch.means[c, 0])
     return arrays
 

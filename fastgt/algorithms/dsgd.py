@@ -17,14 +17,14 @@ from collections import namedtuple
 import numpy as np
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
-from ..kernels import jit
+from ..kernels import jit, rows
 from ..kernels.mixing import FUSED_MAX, column_means, mix_row, prefetch_ahead
 from ..kernels.oracles import DIAGONAL, NONE, grad_row, noise_at
 from ..kernels.rounding import stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
 from ..problems.quadratic import grad_het_exact
-from .base import Algorithm, Batch, Costs, initial_point, wide
+from .base import Algorithm, Batch, Costs, initial_point
 
 #: cell c's views: Z now and next, X, a gradient row per block, the next buffer of the
 #: mixed array
@@ -139,7 +139,7 @@ def init(batch: Batch, at_mean: bool = False) -> tuple:
         if at_mean:
             x[:] = x.mean(axis=0, dtype=np.float64)  # a float32 state: summed in float64
         batch.grads(0, x, g, c)  # Z2[c, 1] holds g(0)
-        z[:] = wide(g) * -cell.gamma + x
+        rows.axpy(z, x, -cell.gamma, g)
         column_means(z, batch.part[c], 0, batch.means[c, 0])
     return arrays
 

@@ -18,6 +18,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
+from ..kernels import rows
 from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import DIAGONAL, NONE, grad_row
 from ..kernels.rounding import stored
@@ -101,7 +102,7 @@ def init(batch):
         initial_point(x, cell.x0, cell.seed, batch.d)
         g = batch.used(G[c]) if len(G[c]) else np.zeros_like(x)  # G(0) kept or not,
         batch.grads(0, x, g, c)  # step 0's shared draw is drawn (step 1 recomputes G(0))
-        h[:] = x
+        rows.copy(h, x)
         column_means(x, batch.part[c], 0, batch.means[c, 0])
     return arrays
 

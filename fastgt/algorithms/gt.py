@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
+from ..kernels import rows
 from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import DIAGONAL, NONE, grad_row
 from ..kernels.rounding import stored
@@ -134,7 +135,7 @@ def init(batch: Batch) -> tuple:
         initial_point(X, cell.x0, cell.seed, batch.d)
         batch.grads(0, X, Y, c)  # y(0) = g(0)
         if len(G[c]):
-            G[c] = Y2[c, 0]
+            rows.copy(G[c], Y2[c, 0])
         column_means(X, batch.part[c], 0, batch.means[c, 0])
         column_means(Y, batch.part[c], 1, batch.means[c, 1])
     return arrays

@@ -17,12 +17,13 @@ Per step: 2 mixes in 2 communication rounds (X, then Y), 1 gradient evaluation.
 from collections import namedtuple
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
+from ..kernels import rows
 from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import grad_row
 from ..kernels.rounding import stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from .base import Algorithm, Costs, initial_point, wide
+from .base import Algorithm, Costs, initial_point
 
 #: cell c's views in a phase: Z(t), X's buffer (X(t+1)), Y(t) (V in place), Y(t+1), G, a
 #: gradient row per block, the phase, the array the next phase mixes
@@ -70,8 +71,8 @@ def init(batch):
                       batch.used(G[c]))
         initial_point(x, cell.x0, cell.seed, batch.d)
         batch.grads(0, x, g, c)
-        y[:] = g
-        z[:] = wide(x) - cell.gamma * wide(y)
+        rows.copy(y, g)
+        rows.axpy(z, x, -cell.gamma, y)
         column_means(z, batch.part[c], 0, batch.means[c, 0])
     return arrays
 

@@ -10,7 +10,7 @@ as the row's arithmetic.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
 from .rounding import prefetch_row
@@ -135,12 +135,14 @@ def reduce_blocks(part, q, out, n):
         out[k] /= n
 
 
-@njit(**NJIT_FLAGS)
+@njit(parallel=True, **NJIT_FLAGS)
 def block_sums(Z, part, q):
-    """part[b, q] = sum of Z's rows in block b, rows added in order (as the step kernels do)."""
+    """part[b, q] = sum of Z's rows in block b, rows added in order (as the step kernels
+    do); blocks in parallel (each its own sum: the same bits on any thread count)."""
     n = Z.shape[0]
     nb = part.shape[0]
-    for b in range(nb):
+    for pb in prange(nb):
+        b = np.int64(pb)  # a parfor's index may be unsigned
         lo, hi = block_range(b, nb, n)
         zero_rows(part, b, q, q + 1)
         for i in range(lo, hi):

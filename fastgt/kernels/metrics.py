@@ -1,6 +1,7 @@
 """Recorded metrics: a record costs two passes over X and Y (their block sums, then the
-sums below), row blocks in parallel and reduced in block order (the same bits on any
-thread count: a record of a 10^6-node run is no serial pass).
+sums below), per row block, reduced in block order; the blocks in parallel from SMALL_RUN
+elements (the same bits on any thread count: a record of a 10^6-node run is no serial
+pass, and a tiny cell's pays no parallel loop's start).
 
 For a diagonal quadratic f(x) = 1/2 sum_k abar_k (x_k - xstar_k)^2 + f*:
 out = [loss_avg, loss_nodes, consensus, grad_norm2, tracking]
@@ -12,14 +13,44 @@ out = [loss_avg, loss_nodes, consensus, grad_norm2, tracking]
 import numpy as np
 from numba import njit, prange
 
-from ..config import NJIT_FLAGS
+from ..config import INLINE_FLAGS, NJIT_FLAGS, SMALL_RUN
 from .mixing import ROW0, block_range, block_sums, reduce_blocks
 
 #: what quadratic_metrics writes to ``out``, in order (names of fastgt.metrics)
 KERNEL_METRICS = ("loss_avg", "loss_nodes", "consensus", "grad_norm2", "tracking")
 
 
+@njit(**INLINE_FLAGS)
+def block_terms(X, Y, has_y, abar, xstar, xbar, ybar, sums, b):
+    """sums[b] = block b's sums of f_i(x_i) - f* (twice), ||x_i - xbar||^2 and
+    ||y_i - ybar||^2 (0 when has_y is False), rows in order."""
+    lo, hi = block_range(b, sums.shape[0], X.shape[0])
+    ln = 0.0
+    cons = 0.0
+    trk = 0.0
+    for i in range(lo, hi):
+        for k in range(X.shape[1]):
+            e = X[i, k] - xstar[k]
+            ln += abar[k] * e * e
+            c = X[i, k] - xbar[k]
+            cons += c * c
+        if has_y:
+            for k in range(X.shape[1]):
+                c = Y[i, k] - ybar[k]
+                trk += c * c
+    sums[b, 0] = ln
+    sums[b, 1] = cons
+    sums[b, 2] = trk
+
+
 @njit(parallel=True, **NJIT_FLAGS)
+def block_terms_parallel(X, Y, has_y, abar, xstar, xbar, ybar, sums):
+    """block_terms of every block, blocks in parallel."""
+    for pb in prange(sums.shape[0]):
+        block_terms(X, Y, has_y, abar, xstar, xbar, ybar, sums, np.int64(pb))
+
+
+@njit(**NJIT_FLAGS)
 def quadratic_metrics(X, Y, has_y, abar, xstar, part, out):
     n, d = X.shape
     nb = part.shape[0]
@@ -32,25 +63,11 @@ def quadratic_metrics(X, Y, has_y, abar, xstar, part, out):
     if has_y:
         reduce_blocks(part, 1, ybar, n)
     sums = np.zeros((nb, 3))
-    for pb in prange(nb):
-        b = np.int64(pb)  # a parfor's index may be unsigned
-        lo, hi = block_range(b, nb, n)
-        ln = 0.0
-        cons = 0.0
-        trk = 0.0
-        for i in range(lo, hi):
-            for k in range(d):
-                e = X[i, k] - xstar[k]
-                ln += abar[k] * e * e
-                c = X[i, k] - xbar[k]
-                cons += c * c
-            if has_y:
-                for k in range(d):
-                    c = Y[i, k] - ybar[k]
-                    trk += c * c
-        sums[b, 0] = ln
-        sums[b, 1] = cons
-        sums[b, 2] = trk
+    if n * d >= SMALL_RUN:  # as block_sums
+        block_terms_parallel(X, Y, has_y, abar, xstar, xbar, ybar, sums)
+    else:
+        for b in range(nb):
+            block_terms(X, Y, has_y, abar, xstar, xbar, ybar, sums, b)
     la = 0.0
     gn = 0.0
     for k in range(d):

@@ -12,7 +12,7 @@ as the row's arithmetic.
 import numpy as np
 from numba import njit, prange
 
-from ..config import INLINE_FLAGS, NJIT_FLAGS
+from ..config import INLINE_FLAGS, NJIT_FLAGS, SMALL_RUN
 from .rounding import prefetch_row
 
 #: index 0 as a typed int64 for kernel calls: a literal 0 argument would make numba compile
@@ -135,18 +135,31 @@ def reduce_blocks(part, q, out, n):
         out[k] /= n
 
 
+@njit(**INLINE_FLAGS)
+def block_sum(Z, part, q, b):
+    """part[b, q] = sum of Z's rows in block b, rows added in order (as the step kernels do)."""
+    lo, hi = block_range(b, part.shape[0], Z.shape[0])
+    zero_rows(part, b, q, q + 1)
+    for i in range(lo, hi):
+        add_row(part, b, q, Z, i)
+
+
 @njit(parallel=True, **NJIT_FLAGS)
+def block_sums_parallel(Z, part, q):
+    """block_sum of every block, blocks in parallel (each its own sum: the same bits)."""
+    for pb in prange(part.shape[0]):
+        block_sum(Z, part, q, np.int64(pb))  # a parfor's index may be unsigned
+
+
+@njit(**NJIT_FLAGS)
 def block_sums(Z, part, q):
-    """part[b, q] = sum of Z's rows in block b, rows added in order (as the step kernels
-    do); blocks in parallel (each its own sum: the same bits on any thread count)."""
-    n = Z.shape[0]
-    nb = part.shape[0]
-    for pb in prange(nb):
-        b = np.int64(pb)  # a parfor's index may be unsigned
-        lo, hi = block_range(b, nb, n)
-        zero_rows(part, b, q, q + 1)
-        for i in range(lo, hi):
-            add_row(part, b, q, Z, i)
+    """block_sum of every block: in parallel for a state of SMALL_RUN elements or more (a
+    parallel loop's start costs microseconds, a tiny cell's record less)."""
+    if Z.shape[0] * Z.shape[1] >= SMALL_RUN:
+        block_sums_parallel(Z, part, q)
+    else:
+        for b in range(part.shape[0]):
+            block_sum(Z, part, q, b)
 
 
 @njit(**NJIT_FLAGS)

@@ -11,29 +11,49 @@ function compiled with it contractible, rounding.mul's too).
 import numpy as np
 from numba import njit, prange
 
-from ..config import NJIT_FLAGS
+from ..config import NJIT_FLAGS, SMALL_RUN
 
 #: the kernels' flags without fastmath: every operation rounded on its own, as numpy's
 EXACT_FLAGS = {k: v for k, v in NJIT_FLAGS.items() if k != "fastmath"}
 
 
-@njit(parallel=True, **EXACT_FLAGS)
-def axpy(out, x, a, g):
-    """out = x + a g, element by element: a g rounded, then the sum, in float64 (float32
-    elements widened), rounded again where out holds less; as numpy's ``x + a * g`` of
-    float64 arrays, and ``x - gamma * g`` with a = -gamma."""
-    d = out.shape[1]
-    for pi in prange(out.shape[0]):
-        i = np.int64(pi)  # a parfor's index may be unsigned
-        for k in range(d):
+@njit(inline="always", **EXACT_FLAGS)
+def row(out, x, a, g, i, scaled):
+    """Row i: out = x + a g (``scaled``: a g rounded, then the sum, in float64, float32
+    elements widened, rounded again where out holds less; as numpy's ``x + a * g`` of
+    float64 arrays, and ``x - gamma * g`` with a = -gamma), else out = x."""
+    if scaled:
+        for k in range(out.shape[1]):
             out[i, k] = np.float64(x[i, k]) + a * np.float64(g[i, k])
+    else:
+        for k in range(out.shape[1]):
+            out[i, k] = x[i, k]
 
 
 @njit(parallel=True, **EXACT_FLAGS)
+def rows_parallel(out, x, a, g, scaled):
+    for pi in prange(out.shape[0]):
+        row(out, x, a, g, np.int64(pi), scaled)  # a parfor's index may be unsigned
+
+
+@njit(**EXACT_FLAGS)
+def rows(out, x, a, g, scaled):
+    """Every row, in parallel for a state of SMALL_RUN elements or more (a parallel loop's
+    start costs microseconds on 1 thread, 10-80 on 2: more than a tiny cell's rows)."""
+    if out.shape[0] * out.shape[1] >= SMALL_RUN:
+        rows_parallel(out, x, a, g, scaled)
+    else:
+        for i in range(out.shape[0]):
+            row(out, x, a, g, i, scaled)
+
+
+@njit(**EXACT_FLAGS)
+def axpy(out, x, a, g):
+    """out = x + a g, element by element (row)."""
+    rows(out, x, a, g, True)
+
+
+@njit(**EXACT_FLAGS)
 def copy(out, x):
     """out = x (rounded where out holds less)."""
-    d = out.shape[1]
-    for pi in prange(out.shape[0]):
-        i = np.int64(pi)
-        for k in range(d):
-            out[i, k] = x[i, k]
+    rows(out, x, 0.0, x, False)

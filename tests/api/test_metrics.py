@@ -73,3 +73,24 @@ def test_a_metric_that_blows_up_stops_the_run(monkeypatch):
     assert res.summary["status"] == "diverged"
     assert res.summary["diverged_reason"].startswith("blows_up is not finite")
 
+
+
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+def test_big_states_record_in_parallel_with_the_same_bits(algorithm):
+    """From SMALL_RUN elements a record's passes (kernels/metrics.py) and an init's
+    (kernels/rows.py: GT's copy of G, D-SGD's z = x - gamma g) run rows in parallel: the
+    same records and state on 1 and 2 threads, and the dense twin's metrics."""
+    from fastgt.config import SMALL_RUN
+
+    W, d = fastgt.topology("ring", n=1100), 100
+    assert W.n * d >= SMALL_RUN
+    runs = [fastgt.run(algorithm=algorithm, topology=W, problem="hetero_quadratic",
+                       noise="gaussian", d=d, steps=2, record_every=1, stepsize=0.05, seed=3,
+                       threads=threads) for threads in (1, 2)]
+    assert np.array_equal(runs[0].records, runs[1].records, equal_nan=True)
+    for key, arr in runs[0].state.items():
+        assert np.array_equal(arr, runs[1].state[key])
+    inst = fastgt.problem("hetero_quadratic").build(W.n, d)
+    want = ref.metrics(inst, runs[0].state["X"], runs[0].state.get("Y"))
+    got = runs[0].trace[list(M.METRICS)].to_numpy()[-1]
+    np.testing.assert_allclose(got, want, rtol=1e-10)

@@ -1,11 +1,12 @@
 """kernels/rows.py, the initialisations' whole-state passes, against the numpy expressions
 they replace: the same bits (signed zeros included), for float64 and float32 states, on 1
-and 2 threads."""
+and 2 threads, rows in turn (a small state) and in parallel (from SMALL_RUN elements)."""
 
 import numba
 import numpy as np
 import pytest
 
+from fastgt.config import SMALL_RUN
 from fastgt.kernels import rows
 
 
@@ -13,12 +14,14 @@ def _bits(a):
     return np.ascontiguousarray(a).view(np.uint8)
 
 
+@pytest.mark.parametrize("shape", [(37, 9), (1201, 90)])
 @pytest.mark.parametrize("state", [np.float64, np.float32])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_axpy_and_copy_are_numpys(state, threads):
+def test_axpy_and_copy_are_numpys(state, threads, shape):
+    assert (shape[0] * shape[1] >= SMALL_RUN) == (shape[0] > 1000)
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((37, 9)).astype(state)
-    g = rng.standard_normal((37, 9)).astype(state)
+    x = rng.standard_normal(shape).astype(state)
+    g = rng.standard_normal(shape).astype(state)
     x[0, :3], g[0, :3] = -0.0, (0.0, -0.0, 1e-300)  # signed zeros and a vanishing product
     g[1, 0] = np.finfo(state).max  # the largest finite element
     a = -0.05

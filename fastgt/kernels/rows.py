@@ -1,4 +1,5 @@
-"""Whole-state row operations of the algorithms' initialisations, rows in parallel.
+"""Whole-state row operations of the algorithms' initialisations, rows in parallel from
+SMALL_RUN elements.
 
 An initialisation touches every row of a state once or twice; as numpy expressions those
 passes are serial and allocate temporaries (at n = 10^6, d = 100, D-SGD's z = x - gamma g
@@ -31,17 +32,17 @@ def row(out, x, a, g, i, scaled):
 
 
 @njit(parallel=True, **EXACT_FLAGS)
-def rows_parallel(out, x, a, g, scaled):
+def all_rows_parallel(out, x, a, g, scaled):
     for pi in prange(out.shape[0]):
         row(out, x, a, g, np.int64(pi), scaled)  # a parfor's index may be unsigned
 
 
 @njit(**EXACT_FLAGS)
-def rows(out, x, a, g, scaled):
+def all_rows(out, x, a, g, scaled):
     """Every row, in parallel for a state of SMALL_RUN elements or more (a parallel loop's
     start costs microseconds on 1 thread, 10-80 on 2: more than a tiny cell's rows)."""
     if out.shape[0] * out.shape[1] >= SMALL_RUN:
-        rows_parallel(out, x, a, g, scaled)
+        all_rows_parallel(out, x, a, g, scaled)
     else:
         for i in range(out.shape[0]):
             row(out, x, a, g, i, scaled)
@@ -49,11 +50,11 @@ def rows(out, x, a, g, scaled):
 
 @njit(**EXACT_FLAGS)
 def axpy(out, x, a, g):
-    """out = x + a g, element by element (row)."""
-    rows(out, x, a, g, True)
+    """out = x + a g, element by element (``row``)."""
+    all_rows(out, x, a, g, True)
 
 
 @njit(**EXACT_FLAGS)
 def copy(out, x):
     """out = x (rounded where out holds less)."""
-    rows(out, x, 0.0, x, False)
+    all_rows(out, x, 0.0, x, False)

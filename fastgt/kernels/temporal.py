@@ -204,7 +204,7 @@ def plan(mix, n: int, row_bytes: int, temporal=None) -> Plan:
     if temporal is False or mix.mean.any() or mix.drawn >= 0:
         return off
     auto, size = temporal is None, n * row_bytes
-    if auto:
+    if auto:  # least_bytes' two smallest, before the bandwidth's pass over the matrices
         if size < (MIN_BYTES if row_bytes >= SHORT_ROW else SHORT_BYTES):
             return off
         temporal = (LEVELS, max(1, BLOCK_BYTES // row_bytes),

@@ -74,7 +74,6 @@ def test_a_metric_that_blows_up_stops_the_run(monkeypatch):
     assert res.summary["diverged_reason"].startswith("blows_up is not finite")
 
 
-
 @pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
 def test_big_states_record_in_parallel_with_the_same_bits(algorithm):
     """From SMALL_RUN elements a record's passes (kernels/metrics.py) and an init's

@@ -4,9 +4,9 @@
                                 [--algorithm gt]
 
 Each case runs in a fresh process so its peak memory (ru_maxrss) is its own. Prints the
-spectrum time; the run's set-up (wall time minus ``loop_time``: allocation, initial point,
-first gradients and record; the compiled kernels loaded by a small run before), also in
-steps; the whole run's seconds per step (``loop_time`` / steps: metrics every steps / 4
+spectrum time; the run's set-up (wall time minus ``loop_time``: the problem, schedule
+and plan, allocation, initial point, first gradients and record, the threads' start; the
+compiled kernels loaded by a small run before), also in steps; the whole run's seconds per step (``loop_time`` / steps: metrics every steps / 4
 steps, and the first touch of the state's pages, as a user sees them); the step alone
 (median over chunks of steps advanced by the kernel, after a first chunk that touched
 every page) in seconds and ns per node-dimension-step, and its ratio to the machine's

@@ -83,4 +83,4 @@ def jit(**flags):
 
 
 with fastgt_cache():
-    from . import metrics, mixing, oracles, pointers, rng, steps  # noqa: F401
+    from . import metrics, mixing, oracles, pointers, rng, rows, steps  # noqa: F401

@@ -63,8 +63,8 @@ def noise_weight(k, v, u, dv):
 def noise_at(N, rn, k, v, u, dv):
     """Coordinate k of a node's noise, N[rn, k] v (k < dv) or N[rn, k] u (k >= dv): with N
     a row of normals and v = u = 1 for gaussian noise, the step's shared draw and the
-    node's structure values for structured noise, v = u = 0 for none (N finite). An
-    uncontracted product (rounding.mul)."""
+    node's structure values for structured noise, v = u = 0 for none (N finite). The
+    product as rounding.mul writes it (contractible after all: its module doc)."""
     return mul(N[rn, k], noise_weight(k, v, u, dv))
 
 

@@ -3,7 +3,13 @@
 Contraction lets LLVM fuse a product into an adjacent sum, and which product it fuses may
 differ between two places that compute the same formula. Where two code paths must give
 the same bits (GT's stored and recomputed gradients, the kernels and stochastic_grads),
-the formula is written with these instead: ``fma`` always fuses, ``mul`` never does.
+the formula is written with these instead: ``fma`` always fuses. ``mul`` was meant never
+to, but numba's fastmath pass gives its product the function's flags like every other
+(numba/core/fastmathpass.py), so LLVM may fuse it too: the two paths agree because they
+compile the same expression (tests check them), not because of it. An fmul flagged on its
+own ("arcp") would stay unfused, but changes the bits of D-SGD's and centralized's
+structured-noise runs: left for a change that alters bits anyway (kernels/rows.py, which
+needs numpy's roundings, is compiled without fastmath instead).
 """
 
 from llvmlite import ir
@@ -36,8 +42,8 @@ def fma(typingctx, a, b, c):
 
 @intrinsic
 def mul(typingctx, a, b):
-    """a * b rounded on its own: an fmul without fast-math flags, never fused into a sum
-    (float32 arguments widened first)."""
+    """a * b as an fmul emitted without fast-math flags (float32 arguments widened first);
+    numba's fastmath pass adds them, so it may still be fused into a sum (module doc)."""
     if not all(t in FLOATS for t in (a, b)):
         return None
 

@@ -16,6 +16,9 @@ from ..config import NJIT_FLAGS, SMALL_RUN
 
 #: the kernels' flags without fastmath: every operation rounded on its own, as numpy's
 EXACT_FLAGS = {k: v for k, v in NJIT_FLAGS.items() if k != "fastmath"}
+#: ``scaled`` as typed booleans: a literal True or False argument would make numba compile
+#: a copy of the callee for each (a Literal[bool] signature)
+SCALED, COPIED = np.bool_(True), np.bool_(False)
 
 
 @njit(inline="always", **EXACT_FLAGS)
@@ -51,10 +54,10 @@ def all_rows(out, x, a, g, scaled):
 @njit(**EXACT_FLAGS)
 def axpy(out, x, a, g):
     """out = x + a g, element by element (``row``)."""
-    all_rows(out, x, a, g, True)
+    all_rows(out, x, a, g, SCALED)
 
 
 @njit(**EXACT_FLAGS)
 def copy(out, x):
     """out = x (rounded where out holds less)."""
-    all_rows(out, x, 0.0, x, False)
+    all_rows(out, x, 0.0, x, COPIED)

@@ -93,3 +93,33 @@ def test_big_states_record_in_parallel_with_the_same_bits(algorithm):
     want = ref.metrics(inst, runs[0].state["X"], runs[0].state.get("Y"))
     got = runs[0].trace[list(M.METRICS)].to_numpy()[-1]
     np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_parallel_record_passes_are_the_serial_ones():
+    """The record's parallel passes (block sums, the metrics' block terms) give, bit for bit,
+    serial loops over the same per-block helpers, compiled with the kernels' flags as the
+    serial path is (a state under SMALL_RUN): contraction decided alike in both."""
+    from numba import njit
+
+    from fastgt.config import NJIT_FLAGS
+    from fastgt.kernels.metrics import block_terms, block_terms_parallel
+    from fastgt.kernels.mixing import block_sum, block_sums_parallel, n_blocks
+
+    @njit(**dict(NJIT_FLAGS, cache=False))
+    def serial(X, Y, abar, xstar, xbar, ybar, part, sums):
+        for b in range(part.shape[0]):
+            block_sum(X, part, 0, b)
+            block_terms(X, Y, True, abar, xstar, xbar, ybar, sums, b)
+
+    rng = np.random.default_rng(1)
+    n, d = 1300, 96
+    X, Y = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+    abar, xstar, xbar, ybar = (rng.random(d), rng.standard_normal(d), rng.standard_normal(d),
+                               rng.standard_normal(d))
+    nb = n_blocks(n)
+    parts, sums = [np.zeros((nb, 2, d)) for _ in range(2)], [np.zeros((nb, 3)) for _ in range(2)]
+    serial(X, Y, abar, xstar, xbar, ybar, parts[0], sums[0])
+    block_sums_parallel(X, parts[1], 0)
+    block_terms_parallel(X, Y, True, abar, xstar, xbar, ybar, sums[1])
+    assert np.array_equal(parts[0], parts[1]) and np.array_equal(sums[0], sums[1])
+    assert np.abs(sums[0]).min() > 0  # every block summed something

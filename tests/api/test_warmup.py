@@ -48,7 +48,7 @@ def test_cold_warmup_compiles_each_kernel_once(background_result):
 
     assert {k.split("-")[0] for k in overloads} >= {
         "steps.run_steps_quadratic", "rng.fill_normals", "oracles.stochastic_grads_quadratic",
-        "metrics.quadratic_metrics", "mixing.block_sums",
+        "metrics.quadratic_metrics", "mixing.block_sums", "rows.all_rows",
         *(f"{a.templates[0].__module__.rsplit('.', 1)[1]}.blocks_quadratic"
           for a in ALGORITHMS.values())}  # centralized's are D-SGD's
     assert all(v == 1 for v in overloads.values()), overloads

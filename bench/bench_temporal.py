@@ -3,7 +3,7 @@
     python bench/bench_temporal.py [--n 1000000] [--d 100] [--algorithms gt,dsgd,d2,extra]
                                    [--topologies ring,torus] [--setups 0,B,A]
                                    [--threads 1,2] [--repeats 5] [--cache-n 3000]
-                                   [--min-bytes BYTES] [--quick]
+                                   [--min-bytes BYTES] [--dtype float32] [--quick]
 
 For each case, one state advanced by the kernels through two batches of the same cells
 that differ only in their plan: step by step (``temporal=False``, the code before
@@ -65,9 +65,10 @@ def measure(args) -> None:
             args.topologies, args.setups, args.algorithms, args.n, args.d):
         algo = ALGORITHMS[algorithm]
         W = topology(name, n)
-        problem = fastgt.problem("quadratic").build(W.n, d)
+        problem = fastgt.problem("quadratic").build(W.n, d).in_dtype(args.dtype[0])
         cells = [Cell(W, make_noise(NOISES[setup], 1.0, d, W), 0.001, 0)]
-        plans = {"steps": Batch(cells, problem, temporal=False), "passes": Batch(cells, problem)}
+        plans = {way: Batch(cells, problem, dtype=args.dtype[0], temporal=temporal)
+                 for way, temporal in (("steps", False), ("passes", None))}
         plan = plans["passes"].plan
         arrays = algo.init(plans["steps"])
         cur, t = algo.advance(plans["steps"], arrays, 0, 0, 2, by_cells), 2  # first touch
@@ -82,7 +83,8 @@ def measure(args) -> None:
         del arrays
         Ws = topology(name, args.cache_n[0])
         small = Batch([Cell(Ws, make_noise(NOISES[setup], 1.0, d, Ws), 0.001, 0)],
-                      fastgt.problem("quadratic").build(Ws.n, d), temporal=False)
+                      fastgt.problem("quadratic").build(Ws.n, d).in_dtype(args.dtype[0]),
+                      dtype=args.dtype[0], temporal=False)
         arrays = algo.init(small)
         cur = algo.advance(small, arrays, 0, 0, 2, by_cells)
         kc = max(1, round(k * W.n / small.n))
@@ -108,6 +110,8 @@ def main(argv=None) -> None:
                     help="plan passes from this many bytes of a state array, whatever its "
                          "rows' bandwidth below a block's (default: kernels/temporal.py's "
                          "least_bytes)")
+    ap.add_argument("--dtype", type=lambda s: s.split(","), default=["float64"],
+                    help="the state's element type: float64 or float32")
     ap.add_argument("--quick", action="store_true",
                     help="n = 300000, gt and dsgd, setups 0 and B, 3 repeats")
     args = ap.parse_args(argv)
@@ -118,7 +122,8 @@ def main(argv=None) -> None:
         return
     machine = common.machine_info()
     rows = []
-    lists = ("topologies", "setups", "cache_n") + (("min_bytes",) if args.min_bytes else ())
+    lists = ("topologies", "setups", "cache_n", "dtype") + (
+        ("min_bytes",) if args.min_bytes else ())
     for threads, case in common.threaded_cases(__file__, args, lists):
         steps, passes = case["ns"]["steps"], case["ns"]["passes"]
         levels, blocks = case["plan"]
@@ -133,7 +138,7 @@ def main(argv=None) -> None:
                                  "speed-up", f"in cache ns (n = {args.cache_n[0]})"], rows))
     print(f"\nns = nanoseconds per node-dimension-step of the kernels' steps, median (min) of "
           f"{args.repeats} interleaved repeats on one state; speed-up = step by step's median "
-          "/ the passes' median, in the same process; d as given.")
+          f"/ the passes' median, in the same process; d as given; a {args.dtype[0]} state.")
 
 
 if __name__ == "__main__":

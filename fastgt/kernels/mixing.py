@@ -144,6 +144,13 @@ def block_sum(Z, part, q, b):
         add_row(part, b, q, Z, i)
 
 
+@njit(**NJIT_FLAGS)
+def block_sums(Z, part, q):
+    """block_sum of every block, in order."""
+    for b in range(part.shape[0]):
+        block_sum(Z, part, q, b)
+
+
 @njit(parallel=True, **NJIT_FLAGS)
 def block_sums_parallel(Z, part, q):
     """block_sum of every block, blocks in parallel (each its own sum: the same bits)."""
@@ -151,19 +158,16 @@ def block_sums_parallel(Z, part, q):
         block_sum(Z, part, q, np.int64(pb))  # a parfor's index may be unsigned
 
 
-@njit(**NJIT_FLAGS)
-def block_sums(Z, part, q):
-    """block_sum of every block: in parallel for a state of SMALL_RUN elements or more (a
-    parallel loop's start costs microseconds, a tiny cell's record less)."""
-    if Z.shape[0] * Z.shape[1] >= SMALL_RUN:
-        block_sums_parallel(Z, part, q)
-    else:
-        for b in range(part.shape[0]):
-            block_sum(Z, part, q, b)
+def big(Z) -> bool:
+    """Whether passes over the state Z run rows in parallel: from SMALL_RUN elements (a
+    parallel loop's start costs microseconds on 1 thread, 10-80 on 2: more than a tiny
+    cell's rows). Chosen here, not in compiled code, so that the parallel loops compile
+    only once a big state needs them (2-3 s of cold compile, which the warm-up's tiny runs
+    then leave out: docs/engine.md)."""
+    return Z.shape[0] * Z.shape[1] >= SMALL_RUN
 
 
-@njit(**NJIT_FLAGS)
 def column_means(Z, part, q, out):
     """out = mean over rows of Z, summed in the same block order as the step kernels."""
-    block_sums(Z, part, q)
+    (block_sums_parallel if big(Z) else block_sums)(Z, part, q)
     reduce_blocks(part, q, out, Z.shape[0])

@@ -1,5 +1,5 @@
-"""Whole-state row operations of the algorithms' initialisations, rows in parallel from
-SMALL_RUN elements.
+"""Whole-state row operations of the algorithms' initialisations, rows in parallel for a
+big state (mixing.big).
 
 An initialisation touches every row of a state once or twice; as numpy expressions those
 passes are serial and allocate temporaries (at n = 10^6, d = 100, D-SGD's z = x - gamma g
@@ -12,13 +12,11 @@ function compiled with it contractible, rounding.mul's too).
 import numpy as np
 from numba import njit, prange
 
-from ..config import NJIT_FLAGS, SMALL_RUN
+from ..config import NJIT_FLAGS
+from .mixing import big
 
 #: the kernels' flags without fastmath: every operation rounded on its own, as numpy's
 EXACT_FLAGS = {k: v for k, v in NJIT_FLAGS.items() if k != "fastmath"}
-#: ``scaled`` as typed booleans: a literal True or False argument would make numba compile
-#: a copy of the callee for each (a Literal[bool] signature)
-SCALED, COPIED = np.bool_(True), np.bool_(False)
 
 
 @njit(inline="always", **EXACT_FLAGS)
@@ -42,22 +40,15 @@ def all_rows_parallel(out, x, a, g, scaled):
 
 @njit(**EXACT_FLAGS)
 def all_rows(out, x, a, g, scaled):
-    """Every row, in parallel for a state of SMALL_RUN elements or more (a parallel loop's
-    start costs microseconds on 1 thread, 10-80 on 2: more than a tiny cell's rows)."""
-    if out.shape[0] * out.shape[1] >= SMALL_RUN:
-        all_rows_parallel(out, x, a, g, scaled)
-    else:
-        for i in range(out.shape[0]):
-            row(out, x, a, g, i, scaled)
+    for i in range(out.shape[0]):
+        row(out, x, a, g, i, scaled)
 
 
-@njit(**EXACT_FLAGS)
 def axpy(out, x, a, g):
-    """out = x + a g, element by element (``row``)."""
-    all_rows(out, x, a, g, SCALED)
+    """out = x + a g, element by element (``row``), rows in parallel for a big state."""
+    (all_rows_parallel if big(out) else all_rows)(out, x, a, g, True)
 
 
-@njit(**EXACT_FLAGS)
 def copy(out, x):
-    """out = x (rounded where out holds less)."""
-    all_rows(out, x, 0.0, x, COPIED)
+    """out = x (rounded where out holds less), rows in parallel for a big state."""
+    (all_rows_parallel if big(out) else all_rows)(out, x, 0.0, x, False)

@@ -18,7 +18,8 @@ from numba import njit
 
 from ..config import INLINE_FLAGS
 from ..errors import FastGTError, bad, check_float, check_int
-from ..kernels.metrics import quadratic_metrics
+from ..kernels.metrics import quadratic_metrics, quadratic_metrics_parallel
+from ..kernels.mixing import big
 from ..kernels.oracles import NONE, STRUCTURED, ProblemKernels, noise_at, noise_weight
 from ..kernels.rounding import fma, mul
 from .base import Problem, rounded
@@ -190,7 +191,8 @@ class DiagonalQuadratic(Problem):
         abar, xstar = pad(self.abar[None])[0], pad(self.xstar[None])[0]
 
         def fill(X, Y, has_y, part, out):
-            quadratic_metrics(X, Y if has_y else X, has_y, abar, xstar, part, out)
+            kernel = quadratic_metrics_parallel if big(X) else quadratic_metrics
+            kernel(X, Y if has_y else X, has_y, abar, xstar, part, out)
 
         return fill
 

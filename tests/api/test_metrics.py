@@ -95,31 +95,31 @@ def test_big_states_record_in_parallel_with_the_same_bits(algorithm):
     np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
-def test_parallel_record_passes_are_the_serial_ones():
-    """The record's parallel passes (block sums, the metrics' block terms) give, bit for bit,
-    serial loops over the same per-block helpers, compiled with the kernels' flags as the
-    serial path is (a state under SMALL_RUN): contraction decided alike in both."""
-    from numba import njit
+def test_parallel_record_is_the_serial_one():
+    """quadratic_metrics_parallel (blocks in parallel, for big states) gives quadratic_metrics'
+    bits, block sums included, on 1 and 2 threads: the same per-block helpers, contraction
+    decided alike in both."""
+    import numba
 
-    from fastgt.config import NJIT_FLAGS
-    from fastgt.kernels.metrics import block_terms, block_terms_parallel
-    from fastgt.kernels.mixing import block_sum, block_sums_parallel, n_blocks
-
-    @njit(**dict(NJIT_FLAGS, cache=False))
-    def serial(X, Y, abar, xstar, xbar, ybar, part, sums):
-        for b in range(part.shape[0]):
-            block_sum(X, part, 0, b)
-            block_terms(X, Y, True, abar, xstar, xbar, ybar, sums, b)
+    from fastgt.kernels.metrics import quadratic_metrics, quadratic_metrics_parallel
+    from fastgt.kernels.mixing import n_blocks
 
     rng = np.random.default_rng(1)
     n, d = 1300, 96
     X, Y = rng.standard_normal((n, d)), rng.standard_normal((n, d))
-    abar, xstar, xbar, ybar = (rng.random(d), rng.standard_normal(d), rng.standard_normal(d),
-                               rng.standard_normal(d))
+    abar, xstar = rng.random(d), rng.standard_normal(d)
     nb = n_blocks(n)
-    parts, sums = [np.zeros((nb, 2, d)) for _ in range(2)], [np.zeros((nb, 3)) for _ in range(2)]
-    serial(X, Y, abar, xstar, xbar, ybar, parts[0], sums[0])
-    block_sums_parallel(X, parts[1], 0)
-    block_terms_parallel(X, Y, True, abar, xstar, xbar, ybar, sums[1])
-    assert np.array_equal(parts[0], parts[1]) and np.array_equal(sums[0], sums[1])
-    assert np.abs(sums[0]).min() > 0  # every block summed something
+    for has_y in (True, False):
+        part, out = np.zeros((nb, 2, d)), np.empty(5)
+        quadratic_metrics(X, Y, has_y, abar, xstar, part, out)
+        before = numba.get_num_threads()
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            try:
+                part_p, out_p = np.full((nb, 2, d), np.nan), np.empty(5)
+                quadratic_metrics_parallel(X, Y, has_y, abar, xstar, part_p, out_p)
+            finally:
+                numba.set_num_threads(before)
+            assert np.array_equal(out, out_p, equal_nan=True)
+            assert np.array_equal(part[:, :1 + has_y], part_p[:, :1 + has_y])
+        assert np.isnan(out[4]) != has_y

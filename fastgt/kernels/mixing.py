@@ -162,8 +162,7 @@ def big(Z) -> bool:
     """Whether passes over the state Z run rows in parallel: from SMALL_RUN elements (a
     parallel loop's start costs microseconds on 1 thread, 10-80 on 2: more than a tiny
     cell's rows). Chosen here, not in compiled code, so that the parallel loops compile
-    only once a big state needs them (2-3 s of cold compile, which the warm-up's tiny runs
-    then leave out: docs/engine.md)."""
+    only once a big state needs them (docs/engine.md), not in every machine's first run."""
     return Z.shape[0] * Z.shape[1] >= SMALL_RUN
 
 

@@ -204,11 +204,11 @@ def plan(mix, n: int, row_bytes: int, temporal=None) -> Plan:
     if temporal is False or mix.mean.any() or mix.drawn >= 0:
         return off
     auto, size = temporal is None, n * row_bytes
-    if auto:  # the least least_bytes gives for this row length, before the bandwidth's pass
-        if size < (MIN_BYTES if row_bytes >= SHORT_ROW else SHORT_BYTES):
-            return off
+    if auto:
         temporal = (LEVELS, max(1, BLOCK_BYTES // row_bytes),
                     max(1, GRID_BLOCK_BYTES // row_bytes))
+        if size < least_bytes(row_bytes, 0, temporal[1]):  # the least for any bandwidth,
+            return off  # before the bandwidth's pass over the matrices
     levels, rows, *nodes = temporal
     if not 2 <= levels <= LEVELS_MAX:
         raise ValueError(f"temporal levels must be 2 to {LEVELS_MAX}, not {levels}")

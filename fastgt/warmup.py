@@ -19,6 +19,15 @@ from .problems.optimum_cache import cache_in
 from .problems.quadratic import KERNELS as QUADRATIC
 from .topology import topology
 
+#: a run big enough for the paths a small one skips, which would otherwise compile
+#: unannounced in a machine's first big run (measured 4.1-4.5 s at n = 2 10^5, d = 100): the
+#: row-parallel init and record loops (kernels/mixing.big: n dp >= SMALL_RUN elements) and a
+#: temporal plan's bandwidth (kernels/temporal.plan: a ring's state array of >= MIN_BYTES,
+#: rows of >= SHORT_ROW bytes), float32 states included (tests/api/test_warmup.py). On the
+#: quadratic family only: the other families share those loops, and their records at this
+#: size cost seconds (problems/base.py: loss_nodes evaluates f at every node's iterate)
+BIG = {"n": 2048, "d": 128}
+
 
 def warmup(verbose: bool = False, algorithms=None, kernels=QUADRATIC,
            dtype: str = "float64") -> float:
@@ -55,6 +64,9 @@ def _warmup(verbose: bool, algorithms, kernels, dtype: str) -> float:
                         d=3, steps=2, parallel="cells", dtype=dtype))
         execute(prepare([{"topology": topology("complete", n=8)}], algo, prob0, noise0, d=3,
                         steps=2, record_every=1, dtype=dtype), threads=1)
+        if kernels is QUADRATIC:  # the loops it compiles are shared by every family
+            execute(prepare([{"topology": topology("ring", n=BIG["n"])}], algo, prob0, noise0,
+                            d=BIG["d"], steps=2, record_every=1, dtype=dtype), threads=1)
         runtime.mark_warm(unit(algo, dtype), kernels)
     dt = time.perf_counter() - t
     if verbose:

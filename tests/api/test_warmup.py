@@ -12,14 +12,24 @@ import pytest
 from background import run
 
 import fastgt
+from fastgt.algorithms import Batch, Cell
+from fastgt.kernels.mixing import big
+from fastgt.problems import make_noise
+from fastgt.warmup import BIG
 
 CHECK = """
 import numpy as np, fastgt
+from pathlib import Path
 from fastgt import runtime, warmup
 warmup.warmup()
 assert runtime.is_warm()
+cache = Path(runtime.cache_dir())
+cached = set(cache.rglob("*.nb[ic]"))
 r = fastgt.run(topology=fastgt.topology("ring", n=8), d=3, steps=5, record_every=5)
 print(repr(r.state["X"].tobytes().hex()))
+fastgt.run(algorithm="dsgd", topology=fastgt.topology("ring", n=3000), d=100, steps=9,
+           record_every=3, threads=2)  # temporal passes, parallel loops
+print("compiled after the warm-up:", sorted(str(f) for f in set(cache.rglob("*.nb[ic]")) - cached))
 """
 
 
@@ -41,20 +51,33 @@ def cold_then_warm(tmp_path: Path) -> tuple:
 @pytest.mark.background.with_args(cold_then_warm)
 def test_cold_warmup_compiles_each_kernel_once(background_result):
     """A cold cache (a fresh directory) ends with exactly one cached overload per kernel (no
-    call passes a literal that would force a second copy of its callee), and a warm
-    process then compiles nothing and gives the same numbers."""
+    call passes a literal that would force a second copy of its callee), a big run after the
+    warm-up (parallel init and record loops, temporal passes: warmup.BIG) compiles nothing,
+    and a warm process then compiles nothing and gives the same numbers."""
     overloads, files, files_after, cold, warm = background_result
     from fastgt.algorithms import ALGORITHMS
 
     assert {k.split("-")[0] for k in overloads} >= {
         "steps.run_steps_quadratic", "rng.fill_normals", "oracles.stochastic_grads_quadratic",
         "metrics.quadratic_metrics", "mixing.block_sums", "rows.all_rows",
+        "metrics.quadratic_metrics_parallel", "mixing.block_sums_parallel",
+        "rows.all_rows_parallel", "temporal.distances",
         *(f"{a.templates[0].__module__.rsplit('.', 1)[1]}.blocks_quadratic"
           for a in ALGORITHMS.values())}  # centralized's are D-SGD's
     assert all(v == 1 for v in overloads.values()), overloads
+    assert "compiled after the warm-up: []" in cold.stdout  # a big run's paths too
     assert warm.stdout == cold.stdout
     assert "compiling" not in warm.stderr
     assert files_after == files  # nothing compiled again (the driver's pointer type)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_warmup_big_run_takes_the_paths_of_big_runs(dtype):
+    """warmup.BIG is a run on the row-parallel loops and in temporal passes, in either dtype."""
+    W = fastgt.topology("ring", n=BIG["n"])
+    prob = fastgt.problem("quadratic").build(W.n, BIG["d"])
+    batch = Batch([Cell(W, make_noise("gaussian", 1.0, prob.d, W), 0.01, 0)], prob, dtype=dtype)
+    assert big(batch.used(batch.new_rows())) and batch.plan.levels > 1
 
 
 RUN = """

@@ -177,19 +177,36 @@ def pair_uniforms(h):
 
 
 @njit(**INLINE_FLAGS)
-def normal_pair(rkey, m, scale):
-    """scale * (z0, z1), the standard normals of pair m of the row with key rkey."""
-    u1, q, frac = pair_uniforms(mix64(rkey + np.uint64(m + 1) * GOLDEN))
-    r = scale * np.sqrt(-2.0 * _log_unit(u1))
+def radius(u1, scale):
+    """scale * sqrt(-2 ln u1), the pair's radius."""
+    return scale * np.sqrt(-2.0 * _log_unit(u1))
+
+
+@njit(**INLINE_FLAGS)
+def sin_cos(frac):
+    """(sin phi, cos phi) of the phase phi = frac pi/2, |phi| < pi/4."""
     x = frac * HALF_PI
     x2 = x * x
-    sn, cs = x * _poly6(x2, SIN_COEFS), _poly6(x2, COS_COEFS)
+    return x * _poly6(x2, SIN_COEFS), _poly6(x2, COS_COEFS)
+
+
+@njit(**INLINE_FLAGS)
+def rotated(r, q, sn, cs):
+    """r (cos, sin) of the angle q pi/2 + phi, from sin phi and cos phi."""
     odd = (q & np.uint64(1)) != np.uint64(0)
     a = sn if odd else cs
     b = cs if odd else sn
     a = -a if (q == np.uint64(1) or q == np.uint64(2)) else a
     b = -b if q >= np.uint64(2) else b
     return r * a, r * b
+
+
+@njit(**INLINE_FLAGS)
+def normal_pair(rkey, m, scale):
+    """scale * (z0, z1), the standard normals of pair m of the row with key rkey."""
+    u1, q, frac = pair_uniforms(mix64(rkey + np.uint64(m + 1) * GOLDEN))
+    sn, cs = sin_cos(frac)
+    return rotated(radius(u1, scale), q, sn, cs)
 
 
 @njit(**NJIT_FLAGS)

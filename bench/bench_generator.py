@@ -1,0 +1,158 @@
+"""The normal generator's transform: would lower-degree polynomials or another loop pay?
+
+    python bench/bench_generator.py [--d 96] [--rows 100000] [--repeats 9]
+
+Rows of d normals (whole groups of 16 coordinates), 1 thread, cache resident, four ways
+in the same process, taking turns in every repeat:
+
+- fastgt: kernels/rng.py's fill_normals, as every step kernel draws a row;
+- 4-pair bodies: the same bits (checked), the row as one loop over vectors of 4 pairs
+  (one 256-bit vector of doubles) with the counter advanced by addition, where fastgt's
+  loop body holds a group's 8 pairs (twice the live values: LLVM spills some);
+- 4-term sin/cos: fastgt's loop, sin and cos by 4-term polynomials in the phase lattice's
+  own variable (Chebyshev-economized like rng's 6-term ones; their error bound is printed
+  beside the lattice's step): other bits, the same distribution up to that error;
+- both.
+
+Reports ns per normal (median and min) and fastgt / variant (> 1: the variant is faster).
+Issue 18's item 3 asked for a cheaper transform on CPUs with a 256-bit datapath; a change
+of bits needs a second, selectable stream and every theory check run again, so a variant
+has to pay for that here and, above all, in whole steps (bench_steps.py --against), where
+the draw is one part of a row's update.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from fractions import Fraction
+from math import factorial
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import common
+
+#: polynomial terms of the lower-degree variant's sin and cos
+LOW_TERMS = 4
+
+
+def low_degree():
+    """sin(f pi/2) / f and cos(f pi/2) in z = f^2, |f| <= 1/2, LOW_TERMS terms each (their
+    coefficients, and the largest error bound of the two)."""
+    from fastgt.kernels.rng import HALF_PI, SERIES_TERMS, economized
+
+    hp = Fraction(HALF_PI)
+    sin = [Fraction((-1) ** j, factorial(2 * j + 1)) * hp ** (2 * j + 1)
+           for j in range(SERIES_TERMS)]
+    cos = [Fraction((-1) ** j, factorial(2 * j)) * hp ** (2 * j) for j in range(SERIES_TERMS)]
+    (S, es), (C, ec) = (economized(c, Fraction(1, 4), LOW_TERMS) for c in (sin, cos))
+    return S, C, max(es, ec)
+
+
+def kernels(S, C):
+    from numba import njit
+
+    from fastgt.config import INLINE_FLAGS, NJIT_FLAGS
+    from fastgt.kernels import rng as R
+
+    @njit(**INLINE_FLAGS)
+    def poly4(z, c):
+        z2 = z * z
+        return (c[0] + c[1] * z) + z2 * (c[2] + c[3] * z)
+
+    def pair_of(low):
+        @njit(**INLINE_FLAGS)
+        def pair(c, scale):
+            u1, q, frac = R.pair_uniforms(R.mix64(c))
+            if low:
+                sn, cs = frac * poly4(frac * frac, S), poly4(frac * frac, C)
+            else:
+                sn, cs = R.sin_cos(frac)
+            return R.rotated(R.radius(u1, scale), q, sn, cs)
+        return pair
+
+    def groups(pair):  # fill_normals' loop, whole groups only
+        @njit(**NJIT_FLAGS)
+        def fill(rkey, out, r, scale, d):
+            G = 2 * R.PAIRS
+            for g in range(d // G):
+                for j in range(R.PAIRS):
+                    z0, z1 = pair(rkey + np.uint64(R.PAIRS * g + j + 1) * R.GOLDEN, scale)
+                    out[r, G * g + j] = z0
+                    out[r, G * g + R.PAIRS + j] = z1
+        return fill
+
+    lanes_golden = np.uint64(4 * int(R.GOLDEN) % 2**64)
+
+    def vectors(pair):  # one loop over vectors of 4 pairs
+        @njit(**NJIT_FLAGS)
+        def fill(rkey, out, r, scale, d):
+            G = 2 * R.PAIRS
+            c = rkey + R.GOLDEN
+            for v in range(d // G * 2):
+                k = (v // 2) * G + (v % 2) * 4
+                for j in range(4):
+                    z0, z1 = pair(c + np.uint64(j) * R.GOLDEN, scale)
+                    out[r, k + j] = z0
+                    out[r, k + R.PAIRS + j] = z1
+                c += lanes_golden
+        return fill
+
+    def rows(fill):
+        @njit(**NJIT_FLAGS)
+        def draw(out, rows, key, scale, d):
+            for i in range(rows):
+                fill(R.row_key(key, i), out, i % out.shape[0], scale, d)
+        return draw
+
+    exact, low = pair_of(False), pair_of(True)
+    return {"fastgt": rows(R.fill_normals), "4-pair bodies": rows(vectors(exact)),
+            "4-term sin/cos": rows(groups(low)), "both": rows(vectors(low))}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--d", type=int, default=96, help="coordinates per row (a multiple of 16)")
+    ap.add_argument("--rows", type=int, default=100_000, help="rows per timed block")
+    ap.add_argument("--repeats", type=int, default=9)
+    args = ap.parse_args()
+    if args.d % 16 or args.d < 16:
+        raise SystemExit(f"--d must be a positive multiple of 16, not {args.d}")
+
+    import numba
+
+    numba.set_num_threads(1)
+    S, C, err = low_degree()
+    ways = kernels(S, C)
+    key, scale = np.uint64(7), 0.75  # scale a variable, as in a step (not folded away)
+    outs = {k: np.zeros((16, args.d)) for k in ways}
+    for k, draw in ways.items():
+        draw(outs[k], 64, key, scale, args.d)
+    ref = outs["fastgt"]
+    if not np.array_equal(outs["4-pair bodies"], ref):
+        raise SystemExit("4-pair bodies: not fastgt's bits")
+    diff = {k: float(np.abs(o - ref).max()) for k, o in outs.items()}
+    secs = {k: [] for k in ways}
+    for _ in range(args.repeats):
+        for k, draw in ways.items():
+            t = time.perf_counter()
+            draw(outs[k], args.rows, key, scale, args.d)
+            secs[k].append((time.perf_counter() - t) / (args.rows * args.d) * 1e9)
+    med = {k: statistics.median(v) for k, v in secs.items()}
+    rows = [[k, f"{med[k]:.3f} ({min(v):.3f})", f"{med['fastgt'] / med[k]:.2f}x",
+             "same" if diff[k] == 0 else f"{diff[k]:.1e}"] for k, v in secs.items()]
+    print(common.machine_line(common.machine_info()) + f"numba {numba.__version__}\n")
+    print(common.markdown_table(["transform", "ns / normal", "fastgt / it", "max |diff|"], rows))
+    step = np.pi / 2 * 2.0**-22
+    print(f"\nd = {args.d}, {args.rows} rows per block, median (min) of {args.repeats} "
+          f"interleaved repeats, 1 thread. {LOW_TERMS}-term sin/cos: error bound {err:.1e} "
+          f"(the phase lattice's step: {step:.1e} rad; fastgt's 6-term polynomials: 5.6e-14).")
+
+
+if __name__ == "__main__":
+    main()

@@ -23,10 +23,9 @@ from .topology import topology
 #: unannounced in a machine's first big run (measured 4.1-4.5 s at n = 2 10^5, d = 100): the
 #: row-parallel init and record loops (kernels/mixing.big: n dp >= SMALL_RUN elements) and a
 #: temporal plan's bandwidth (kernels/temporal.plan: a ring's state array of >= MIN_BYTES,
-#: rows of >= SHORT_ROW bytes), float32 states included (tests/api/test_warmup.py). On the
-#: quadratic family only: the other families share those loops, and their records at this
-#: size cost seconds (problems/base.py: loss_nodes evaluates f at every node's iterate)
-BIG = {"n": 2048, "d": 128}
+#: rows of >= SHORT_ROW bytes), float32 states too, with margin (tests/api/test_warmup.py).
+#: Its problem is the family's first warm one with the family's ``big`` parameters.
+BIG = {"n": 2048, "d": 192}
 
 
 def warmup(verbose: bool = False, algorithms=None, kernels=QUADRATIC,
@@ -54,7 +53,7 @@ def unit(algorithm: str, dtype: str) -> str:
 
 def _warmup(verbose: bool, algorithms, kernels, dtype: str) -> float:
     t = time.perf_counter()
-    W = topology("ring", n=8)
+    W, Wbig = topology("ring", n=8), topology("ring", n=BIG["n"])
     (prob0, noise0), rest = kernels.warm[0], kernels.warm[1:]
     for algo in ALGORITHMS if algorithms is None else algorithms:
         for prob, noise in ((prob0, noise0), *rest):
@@ -64,9 +63,8 @@ def _warmup(verbose: bool, algorithms, kernels, dtype: str) -> float:
                         d=3, steps=2, parallel="cells", dtype=dtype))
         execute(prepare([{"topology": topology("complete", n=8)}], algo, prob0, noise0, d=3,
                         steps=2, record_every=1, dtype=dtype), threads=1)
-        if kernels is QUADRATIC:  # the loops it compiles are shared by every family
-            execute(prepare([{"topology": topology("ring", n=BIG["n"])}], algo, prob0, noise0,
-                            d=BIG["d"], steps=2, record_every=1, dtype=dtype), threads=1)
+        execute(prepare([{"topology": Wbig}], algo, get_problem(prob0, **kernels.big), noise0,
+                        d=BIG["d"], steps=2, record_every=1, dtype=dtype), threads=1)
         runtime.mark_warm(unit(algo, dtype), kernels)
     dt = time.perf_counter() - t
     if verbose:

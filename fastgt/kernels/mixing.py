@@ -161,8 +161,9 @@ def block_sums_parallel(Z, part, q):
 def big(Z) -> bool:
     """Whether passes over the state Z run rows in parallel: from SMALL_RUN elements (a
     parallel loop's start costs microseconds on 1 thread, 10-80 on 2: more than a tiny
-    cell's rows). Chosen here, not in compiled code, so that the parallel loops compile
-    only once a big state needs them (docs/engine.md), not in every machine's first run."""
+    cell's rows). Chosen here, not in compiled code: a kernel that held both loops would
+    compile the parallel one for every copy that calls it (the warm-up compiles them
+    once, with a big run: fastgt/warmup.py)."""
     return Z.shape[0] * Z.shape[1] >= SMALL_RUN
 
 

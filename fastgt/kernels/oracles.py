@@ -130,6 +130,10 @@ class ProblemKernels:
     #: (problem, noise) pairs whose runs compile every kernel of the family (fastgt.warmup;
     #: none: the family compiles on first use, unannounced)
     warm: tuple = ()
+    #: parameters of the first warm problem in the warm-up's big run (fastgt.warmup.BIG),
+    #: which compiles what big runs add: a data problem's few rows per node keep its
+    #: records (n x rows x d operations per node) cheap at that size
+    big: dict = field(default_factory=dict)
     _copies: dict = field(default_factory=dict, repr=False)
 
     def compile(self, templates: tuple):

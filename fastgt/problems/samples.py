@@ -129,7 +129,8 @@ def grad_row(co, node, X, r, G, q):
         G[q, k] += noise_at(co.N, node.rn, k, node.v, node.u, co.dv)
 
 
-KERNELS = ProblemKernels("samples", grad_row, warm=(("logistic", "minibatch+gaussian"),))
+KERNELS = ProblemKernels("samples", grad_row, warm=(("logistic", "minibatch+gaussian"),),
+                         big={"samples": 1})
 
 
 def _loss(code: int, z: np.ndarray, y: np.ndarray) -> np.ndarray:

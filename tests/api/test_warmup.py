@@ -1,7 +1,7 @@
 """The compile cache: a cold warm-up fills it once, with one machine-code copy per kernel,
-and the announcement of a compile appears exactly when one happens. Each test's child
-processes compile for a minute on a cold cache: they run in the background, beside the rest
-of the suite (tests/background.py), and the tests check what they found at the end."""
+and the announcement of a compile appears exactly when one happens. The cold-cache tests'
+child processes compile for a minute: they run in the background, beside the rest of the
+suite (tests/background.py), and those tests check what they found at the end."""
 
 import os
 import shutil
@@ -25,6 +25,7 @@ warmup.warmup()
 assert runtime.is_warm()
 cache = Path(runtime.cache_dir())
 cached = set(cache.rglob("*.nb[ic]"))
+assert cached
 r = fastgt.run(topology=fastgt.topology("ring", n=8), d=3, steps=5, record_every=5)
 print(repr(r.state["X"].tobytes().hex()))
 fastgt.run(algorithm="dsgd", topology=fastgt.topology("ring", n=3000), d=100, steps=9,
@@ -60,7 +61,8 @@ def test_cold_warmup_compiles_each_kernel_once(background_result):
     assert {k.split("-")[0] for k in overloads} >= {
         "steps.run_steps_quadratic", "rng.fill_normals", "oracles.stochastic_grads_quadratic",
         "metrics.quadratic_metrics", "mixing.block_sums", "rows.all_rows",
-        "metrics.quadratic_metrics_parallel", "mixing.block_sums_parallel",
+        "metrics.quadratic_metrics_parallel", "metrics.block_terms_parallel",
+        "mixing.block_sums_parallel",
         "rows.all_rows_parallel", "temporal.distances",
         *(f"{a.templates[0].__module__.rsplit('.', 1)[1]}.blocks_quadratic"
           for a in ALGORITHMS.values())}  # centralized's are D-SGD's
@@ -73,7 +75,9 @@ def test_cold_warmup_compiles_each_kernel_once(background_result):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_warmup_big_run_takes_the_paths_of_big_runs(dtype):
-    """warmup.BIG is a run on the row-parallel loops and in temporal passes, in either dtype."""
+    """warmup.BIG is a run on the row-parallel loops and in temporal passes, in either dtype
+    (a guard on its size; that the warm-up's run of it leaves a big run nothing to compile
+    is the cold-cache test's)."""
     W = fastgt.topology("ring", n=BIG["n"])
     prob = fastgt.problem("quadratic").build(W.n, BIG["d"])
     batch = Batch([Cell(W, make_noise("gaussian", 1.0, prob.d, W), 0.01, 0)], prob, dtype=dtype)

@@ -16,6 +16,7 @@ from examples import assert_same_bits_on_threads_and_in_a_batch
 import fastgt
 from fastgt.algorithms import ALGORITHMS
 from fastgt.kernels import rng
+from fastgt.problems import samples
 
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
@@ -104,6 +105,24 @@ def test_objective_and_gradient_against_loops_and_finite_differences(name):
         np.testing.assert_allclose(inst.grad(X)[i], fd, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(inst.full_grad(X[0]), inst.grad(np.tile(X[0], (6, 1))).mean(0),
                                rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_objective_in_blocks_and_at_large_margins(name, sparse, tmp_path, monkeypatch):
+    """f evaluates in blocks of data rows x iterates: with blocks smaller than the data (7
+    rows, 20 margins: every boundary crossed, partial last blocks) it still equals the
+    loops, at margins from 0.1 to ~1e3 (where exp(-y z) overflows unless written stably)."""
+    monkeypatch.setattr(samples, "_ROWS", 7)
+    monkeypatch.setattr(samples, "_CHUNK", 20)
+    data = _sparse_file(tmp_path)[0] if sparse else "synthetic"
+    inst = fastgt.problem(name, data=data, samples=5, reg=0.3, seed=2).build(6, 7)
+    assert len(inst.y) > 3 * samples._ROWS and inst.sparse == sparse
+    scale = np.array([0.1, 1.0, 10.0, 300.0, -300.0])[:, None]
+    X = np.random.default_rng(3).normal(size=(5, inst.d)) * scale
+    f_loop = [np.mean([_f_i(inst, i, x) for i in range(6)]) for x in X]
+    np.testing.assert_allclose(inst.f(X), f_loop, rtol=1e-13)
+    np.testing.assert_allclose([inst.f(x) for x in X], f_loop, rtol=1e-13)
 
 
 @pytest.mark.parametrize("name", PROBLEMS)

@@ -5,6 +5,7 @@ fastgt.warmup), then the engine runs (fastgt.engine). No file I/O."""
 from __future__ import annotations
 
 from .engine import CELL_KEYS, RunResult, execute, prepare
+from .errors import FastGTError
 from .flat import build, table_topology
 from .metrics import METRICS
 from .topology import MixingMatrix
@@ -44,6 +45,10 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     they store, and ``state`` holds float32 arrays (docs/engine.md).
     A parameter that neither the topology nor the problem takes is refused by name.
     """
+    if topology is None:
+        raise FastGTError("topology is required: allowed a family name with its parameters "
+                          "(topology='ring', n=30) or a built one (fastgt.topology('ring', "
+                          "n=30))")
     if params or isinstance(topology, str):
         topology, problem = build(topology, problem, params)
     if topology_y is not None:

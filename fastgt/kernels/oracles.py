@@ -42,8 +42,10 @@ CellOracle = namedtuple("CellOracle", "kind N rp dv d data", module=__name__)
 #: node i as one row update sees it: its block b (the row of per-block scratch it may use),
 #: its noise (row rn of the CellOracle's N, weights v, u: noise_at) and its RNG key at this
 #: step (rng.row_key of the step's noise key: the normals of gaussian noise are drawn from
-#: it; a problem drawing more, e.g. a minibatch, uses rng.uniform_index)
-Node = namedtuple("Node", "i b rn v u key", module=__name__)
+#: it; a problem drawing more, e.g. a minibatch, uses rng.uniform_index) and the step's key
+#: tkey (node j's key is rng.row_key(tkey, j): a problem may start loading the next node's
+#: rows while this one's are summed)
+Node = namedtuple("Node", "i b rn v u key tkey", module=__name__)
 
 #: placeholders naming the hooks (contract above); a template's copy binds the family's
 DIAGONAL = False
@@ -102,7 +104,7 @@ def stochastic_grads(t, X, G, E, GS, seed, kind, scale, xi, uv, dv, d, data):
                 v = u = 1.0
             elif kind == STRUCTURED:
                 v, u = uv[0, 0, i], uv[0, 1, i]
-            grad_row(co, Node(i, b, rn, v, u, key), X, i, GS, b)
+            grad_row(co, Node(i, b, rn, v, u, key, tkey), X, i, GS, b)
             for k in range(G.shape[1]):
                 G[i, k] = GS[b, k]
 

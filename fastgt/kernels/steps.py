@@ -158,7 +158,7 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
             key = row_key(tkey, i)
             if draw and kind == GAUSSIAN:
                 fill_normals(key, co.N, b, sc, d)
-            row(view, cm, co, Node(i, b, rn, v, u, key), last)
+            row(view, cm, co, Node(i, b, rn, v, u, key, tkey), last)
             if sums:
                 for q in range(nm):
                     add_row(pc, b, q, view.mixed[q], i)

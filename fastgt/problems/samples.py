@@ -32,7 +32,7 @@ from ..config import INLINE_FLAGS
 from ..data import read_file, split_rows, synthetic
 from ..errors import FastGTError, check_choice, check_float, check_int
 from ..kernels.oracles import ProblemKernels, noise_at
-from ..kernels.rng import uniform_index
+from ..kernels.rng import row_key, uniform_index
 from ..kernels.rounding import fma, prefetch_row, prefetch_span
 from . import optimum_cache
 from .base import Problem, rounded
@@ -111,6 +111,11 @@ def grad_row(co, node, X, r, G, q):
             G[q, k] = data.reg * 2.0 * x / (h * h)
     for j in range(min(AHEAD, drawn)):  # random rows: their loads overlap, AHEAD in flight
         prefetch_sample(data, lo + sample_index(node.key, j, m, data.batch))
+    nxt = i + 1  # fewer rows than that: the next node's first row too (no wait on it at
+    if drawn < AHEAD and nxt < data.offsets.shape[0] - 1:  # the start of its gradient)
+        lo1 = data.offsets[nxt]
+        prefetch_sample(data, lo1 + sample_index(row_key(node.tkey, nxt), 0,
+                                                 data.offsets[nxt + 1] - lo1, data.batch))
     for j in range(drawn):
         s = lo + sample_index(node.key, j, m, data.batch)
         if j + AHEAD < drawn:

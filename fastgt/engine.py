@@ -22,7 +22,7 @@ from .errors import FastGTError, bad, check_choice, check_float, check_int
 from .kernels.metrics import KERNEL_METRICS
 from .params import PARAMS
 from .precision import rounding_limited, step_floors
-from .problems import SAMPLED, make_noise
+from .problems import make_noise
 from .problems import problem as get_problem
 from .runtime import numba_threads
 from .topology import MixingMatrix, TimeVarying
@@ -146,8 +146,7 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
         d = prob.d
         parsed = [_parse_cell(c, noise, d) for c in cells]
     prob = prob.in_dtype(dtype)  # float32: arrays the kernels read rounded and read as such
-    if noise in SAMPLED:
-        prob = prob.sampled()
+    prob = prob.for_noise(noise)
     shared = {"algorithm": algo.name, "problem": spec.name,
               **{f"problem_{k}": v for k, v in spec.params.items() if np.isscalar(v)},
               "noise": noise, "d": d, "steps": steps, "record_every": record_every,

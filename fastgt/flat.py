@@ -14,7 +14,7 @@ import json
 
 from .errors import FastGTError
 from .problems import PROBLEMS, ProblemSpec, problem, problem_params
-from .topology import MixingMatrix, family_params, topology
+from .topology import FAMILIES, MixingMatrix, family_params, topology
 
 #: Python name -> flat name, for topology families and for problems
 TOPO_RENAME = {"seed": "graph_seed", "W": "matrix"}
@@ -47,6 +47,10 @@ def not_applicable(key: str, topo_name: str | None, prob_name: str | None) -> Fa
         return FastGTError(f"{key} does not apply to a built topology: pass the family's "
                            f"name and its parameters instead (e.g. topology='ring', n=30)")
     allowed = ", ".join(topology_params(topo_name))
+    if prob_name is not None and not any(key in topology_params(f) for f in FAMILIES):
+        taken = ", ".join(problem_flat_params(prob_name)) or "none"
+        return FastGTError(f"{key} is no parameter of topology {topo_name!r} (allowed "
+                           f"{allowed}) nor of problem {prob_name!r} (allowed {taken})")
     return FastGTError(f"{key} does not apply to topology {topo_name!r}: allowed {allowed}")
 
 

@@ -85,6 +85,7 @@ def run_cmd(threads, out, quiet, **kw):
         check_file("--out", out)
     params = flat_params(kw, "topology") | flat_params(kw, "problem")
     W, prob = build(kw.pop("topology"), kw.pop("problem"), params)
+    _check_file_d(prob, W.n, kw["d"])
     bar = progress = None
     if not quiet:
         from tqdm import tqdm
@@ -105,6 +106,20 @@ def run_cmd(threads, out, quiet, **kw):
     if s["status"] == "diverged":
         raise ResultError(f"the run diverged at step {s['diverged_step']}: "
                           f"{s['diverged_reason']}{_stable_hint(W, kw['algorithm'], prob)}")
+
+
+def _check_file_d(spec, n: int, d: int) -> None:
+    """A data file fixes d: a --d given beside it that differs is an error, not ignored."""
+    from click.core import ParameterSource
+
+    data = spec.params.get("data", "synthetic")
+    if data == "synthetic" or click.get_current_context().get_parameter_source(
+            "d") is ParameterSource.DEFAULT:
+        return
+    file_d = spec.build(n, d).d  # read once: the run's build finds it kept
+    if file_d != d:
+        raise FastGTError(f"--d {d} does not apply to --data {data}: its d is the file's, "
+                        f"{file_d} (leave --d out)")
 
 
 def _print_summary(summary: dict) -> None:

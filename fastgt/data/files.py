@@ -55,8 +55,9 @@ def _npz(path):
     with np.load(path, allow_pickle=False) as z:
         keys = set(z.files)
         if "y" not in keys:
-            raise FastGTError(f"data={path!r} has arrays {sorted(keys)}: allowed X and y, or a "
-                              "scipy sparse matrix (save_npz) with y")
+            raise FastGTError(f"data={path!r} has no array y (the labels or targets), only "
+                              f"{sorted(keys)}: allowed X and y, or a scipy sparse matrix "
+                              "(save_npz) with y added (docs/definitions.md)")
         if set(_SPARSE_KEYS) <= keys:
             fmt = z["format"].item()
             fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)

@@ -15,9 +15,9 @@ import json
 import pkgutil
 from dataclasses import dataclass, field
 
-from ..errors import bad, check_choice
-from .base import Problem
-from .noise import NOISES, SAMPLED, Noise, make_noise, noise_matrix
+from ..errors import FastGTError, bad, check_choice
+from .base import SAMPLED, Problem
+from .noise import NOISES, Noise, make_noise, noise_matrix
 from .quadratic import DiagonalQuadratic
 
 _SERVING = ("base", "noise", "samples", "optimum", "optimum_cache")
@@ -109,6 +109,10 @@ def problem(name: str | ProblemSpec = "quadratic", **params) -> ProblemSpec:
         return name
     allowed = problem_params(name)
     for k, v in params.items():
+        if k in ("n", "d"):
+            raise FastGTError(f"{k} is the run's, not a parameter of problem {name!r}: give it "
+                              f"to fastgt.run or the grid ({k}={v!r}); allowed here "
+                              f"{', '.join(allowed) or 'no parameters'}")
         if k not in allowed:
             raise bad(k, v, f"parameters of problem {name!r}: {', '.join(allowed) or 'none'}")
     return ProblemSpec(name, dict(params))

@@ -13,6 +13,9 @@ import numpy as np
 
 from ..errors import FastGTError
 
+#: the noises that sample a problem's rows (problems with data; fastgt.problems.NOISES)
+SAMPLED = ("minibatch", "minibatch+gaussian")
+
 
 def rounded(M, dtype: str):
     """M (an array, a scipy sparse matrix or None) with its values rounded to ``dtype`` and
@@ -72,13 +75,15 @@ class Problem:
         gives them as ``dtype``; the default, self, keeps them float64."""
         return self
 
-    def sampled(self, batch: int | None = None) -> Problem:
-        """This instance with its gradients drawn from ``batch`` (default: its batch_size)
-        of each node's rows (noise="minibatch"); only problems with data
-        (problems/samples.py) have rows."""
-        raise FastGTError(f"noise='minibatch' draws rows of a problem's data and problem "
-                          f"{self.name!r} has none: allowed with least_squares, logistic, "
-                          "nonconvex; or noise none, gaussian, structured")
+    def for_noise(self, noise: str) -> Problem:
+        """This instance as a run with gradient noise ``noise`` uses it: itself, or a
+        one-line error for a noise it cannot take. Only problems with data
+        (problems/samples.py) have rows for the minibatch noises to draw."""
+        if noise in SAMPLED:
+            raise FastGTError(f"noise={noise!r} draws rows of a problem's data and problem "
+                              f"{self.name!r} has none: allowed with least_squares, logistic, "
+                              "nonconvex; or noise none, gaussian, structured")
+        return self
 
     def columns(self) -> dict:
         """fastgt.metrics.PROBLEM_COLUMNS of the instance, for a cell's row (problems with

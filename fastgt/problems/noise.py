@@ -16,8 +16,6 @@ from .quadratic import KERNELS, QuadData
 #: (problems with data: problems/samples.py), ``minibatch+gaussian`` adds Setup A's noise
 NOISES = {"none": NONE, "gaussian": GAUSSIAN, "structured": STRUCTURED, "full": NONE,
           "minibatch": NONE, "minibatch+gaussian": GAUSSIAN}
-#: the noises that sample the problem's rows
-SAMPLED = ("minibatch", "minibatch+gaussian")
 
 
 @dataclass(eq=False)

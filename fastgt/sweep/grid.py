@@ -165,23 +165,38 @@ class GridSpec:
         disconnected or bipartite is not: that is one instance (its graph_seed), and its
         cell is recorded as failed while the rest of the sweep runs. An algorithm refused on
         its topology (d2 with lambda_n < -1/3) is an error too, unless allow_unstable, and so
-        is a topology_y that does not fit the cell (its algorithm, its n)."""
+        is a topology_y that does not fit the cell (its algorithm, its n), and a noise its
+        problem cannot take (minibatch without data, batch_size without minibatch)."""
         free = {"seed", "stepsize", "sigma2", "steps", "record_every", "noise", "algorithm", "d",
                 "allow_unstable"}
         built: dict = {}  # key -> its topology (None: a degenerate random graph)
-        checked = set()
+        problems: dict = {}  # key -> its problem, built once
+        checked, noises = set(), set()
         for cell in cells:
             key = tuple(sorted((k, v) for k, v in cell.params.items() if k not in free))
             shown = ", ".join(f"{k}={v}" for k, v in key)
             if key not in built:
                 try:
-                    cell_problem(cell.params).build(2, 1)
+                    problems[key] = self._problem(cell.params)
                     built[key] = cell_topology(cell.params)
                 except FastGTError as err:
                     random = "graph_seed" in topology_params(cell.params["topology"])
                     if not (isinstance(err, DegenerateGraphError) and random):
                         raise FastGTError(f"{self.source}: cell with {shown}: {err}") from None
                     built[key] = None
+            d, data = cell.params["d"], cell.params.get("data", "synthetic")
+            if data != "synthetic" and d != problems[key].d and self._given("d"):
+                raise FastGTError(f"{self._given('d')}: d = {d} does not apply to data = "
+                                  f"{data!r}: its d is the file's, {problems[key].d} (leave d "
+                                  "out)")
+            noise = cell.params["noise"]
+            if (key, noise) not in noises:
+                noises.add((key, noise))
+                try:
+                    problems[key].for_noise(noise)
+                except FastGTError as err:
+                    raise FastGTError(f"{self.source}: cell with noise={noise}, {shown}: "
+                                      f"{err}") from None
             algorithm = cell.params["algorithm"]
             unstable = bool(cell.params.get("allow_unstable"))
             if built[key] is None or (key, algorithm, unstable) in checked:
@@ -201,6 +216,23 @@ class GridSpec:
             except FastGTError as err:
                 raise FastGTError(f"{self.source}: cell with algorithm={algorithm}, {shown}: "
                                   f"{err}") from None
+
+    def _given(self, key: str) -> str | None:
+        """Where the spec sets ``key`` first ("spec.toml line 4", an option), or None."""
+        for (_, k), where in self.where.items():
+            if k == key:
+                return _location(self.source, where)
+        return None
+
+    @staticmethod
+    def _problem(params: dict):
+        """A cell's problem, built on a tiny n and d; a data file's rows are split across
+        the cell's nodes (its n, or the topology's), so that too few rows is an error now."""
+        spec = cell_problem(params)
+        n = 2
+        if params.get("data", "synthetic") != "synthetic":
+            n = params.get("n") or cell_topology(params).n
+        return spec.build(n, 1)
 
     def _cell(self, params: dict, g: int) -> Cell:
         try:

@@ -1,6 +1,8 @@
 """Data files (LIBSVM, .npz dense and sparse, Parquet) written here and read back
 identically; splits across nodes; every bad input as a one-line error naming it."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -95,6 +97,8 @@ def test_heterogeneity_zeta2_grows_with_skew():
     ({"samples": 0}, "samples="),
     ({"reg": -1.0}, "reg="),
     ({"label_noise": 0.7}, "label_noise="),
+    ({"d": 20}, ("d is the run's, not a parameter of problem 'logistic': give it to "
+                 "fastgt.run or the grid")),
 ])
 def test_bad_problem_parameters_name_themselves(kw, words):
     with pytest.raises(FastGTError, match=words):
@@ -112,7 +116,8 @@ def test_bad_files_and_shapes(tmp_path):
     with pytest.raises(FastGTError, match="n <= rows"):
         fastgt.problem("least_squares", data=str(tmp_path / "three.npz")).build(8, 1)
     np.savez(tmp_path / "noy.npz", X=np.eye(3))
-    with pytest.raises(FastGTError, match="allowed X and y"):
+    with pytest.raises(FastGTError, match=r"has no array y \(the labels or targets\), only "
+                                          r"\['X'\]: allowed X and y"):
         read_file(str(tmp_path / "noy.npz"))
     pd.DataFrame({"a": [1.0, 2.0]}).to_parquet(tmp_path / "nolabel.parquet")
     with pytest.raises(FastGTError, match="label column"):
@@ -122,9 +127,23 @@ def test_bad_files_and_shapes(tmp_path):
         read_file(str(tmp_path / "nan.npz"))
 
 
-def test_minibatch_needs_a_problem_with_data():
-    with pytest.raises(FastGTError, match="noise='minibatch'"):
-        fastgt.run(topology="ring", n=4, d=2, noise="minibatch", steps=2)
+@pytest.mark.parametrize("noise", ["minibatch", "minibatch+gaussian"])
+def test_minibatch_needs_a_problem_with_data(noise):
+    with pytest.raises(FastGTError, match=re.escape(f"noise='{noise}' draws rows")):
+        fastgt.run(topology="ring", n=4, d=2, noise=noise, steps=2)
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "none", "full", "structured"])
+def test_a_batch_size_without_minibatch_noise_is_refused(noise):
+    """batch_size only acts under the minibatch noises: given with another, it would be
+    recorded and silently ignored (a grid over it: identical cells)."""
+    prob = fastgt.problem("least_squares", samples=4, batch_size=3)
+    with pytest.raises(FastGTError, match=re.escape(
+            f"batch_size=3 applies to noise 'minibatch' and 'minibatch+gaussian' only: "
+            f"with noise='{noise}'")):
+        fastgt.run(topology="ring", n=4, d=2, problem=prob, noise=noise, steps=2)
+    assert fastgt.run(topology="ring", n=4, d=2, problem=prob, noise="minibatch",
+                      steps=2).config["problem_batch_size"] == 3
 
 
 def test_the_cli_takes_the_problem_and_refuses_bad_data(tmp_path):
@@ -142,3 +161,13 @@ def test_the_cli_takes_the_problem_and_refuses_bad_data(tmp_path):
                                     "logistic", "--data", str(tmp_path / "missing.svm")])
     assert bad.exit_code == 2 and "data=" in bad.output and "Traceback" not in bad.output
     assert len(bad.output.strip().splitlines()) == 1
+    path = tmp_path / "six.npz"
+    np.savez(path, X=np.eye(6), y=np.arange(6) % 2)
+    base = ["run", "--topology", "ring", "--n", "3", "--problem", "logistic", "--data",
+            str(path), "--steps", "5", "--quiet"]
+    wrong = CliRunner().invoke(main, [*base, "--d", "50"])
+    assert wrong.exit_code == 2 and wrong.output.strip() == (
+        f"Error: --d 50 does not apply to --data {path}: its d is the file's, 6 (leave --d "
+        "out)")
+    for d in ([], ["--d", "6"]):
+        assert CliRunner().invoke(main, [*base, *d]).exit_code == 0

@@ -4,6 +4,7 @@ import hashlib
 import itertools
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -192,12 +193,35 @@ def test_dry_run_lists_cells(tmp_path):
     (('topology = "erdos_renyi"\nn = 12\nprob = 0.3\ngraph_seed = 2\n'
       'problem = "hetero_quadratic"\nmu = 5.0\nL = 1.0'),
      r"mu=5.0 is invalid: allowed a number in \(0, 1\]"),
+    ('topology = "ring"\nn = 10\nnoise = "minibatch+gaussian"',
+     "noise='minibatch\\+gaussian' draws rows of a problem's data"),
+    ('topology = "ring"\nn = 10\nproblem = "logistic"\n[[grid]]\nbatch_size = [1, 8]',
+     "batch_size=8 applies to noise 'minibatch' and 'minibatch\\+gaussian' only"),
 ])
 def test_values_only_a_build_can_judge_fail_before_anything_runs(body, match):
     """Checked by building each distinct topology and problem once while expanding (the
     problem first: a disconnected random graph does not hide a wrong mu)."""
     with pytest.raises(FastGTError, match=match):
         G.parse_spec(f"[run]\n{body}\n").cells()
+
+
+def test_a_data_file_with_fewer_rows_than_nodes_fails_before_anything_runs(tmp_path):
+    """A file's rows are split across the cell's nodes while the spec is read (on a torus,
+    whose n comes from rows x cols, too)."""
+    path = tmp_path / "tiny.npz"
+    np.savez(path, X=np.ones((10, 3)), y=np.arange(10) % 2)
+    for topo in ('topology = "ring"\nn = 64', 'topology = "torus"\nrows = 4\ncols = 4'):
+        with pytest.raises(FastGTError, match=r"the data have 10 rows for n=(64|16) nodes"):
+            G.parse_spec(f'[run]\n{topo}\nproblem = "logistic"\ndata = "{path}"\n').cells()
+    (cell,) = G.parse_spec(f'[run]\ntopology = "ring"\nn = 10\nproblem = "logistic"\n'
+                           f'data = "{path}"\n').cells()
+    assert cell.params["data"] == str(path)
+    # the file fixes d: a d listed beside it would make cells that differ in name only
+    text = f'[run]\ntopology = "ring"\nn = 10\nproblem = "logistic"\ndata = "{path}"\n'
+    with pytest.raises(FastGTError, match=r"spec.toml line 7: d = 50 does not apply to "
+                                          r"data = .*: its d is the file's, 3 \(leave d out\)"):
+        G.parse_spec(text + "[[grid]]\nd = [3, 50]\n", source="spec.toml").cells()
+    assert len(G.parse_spec(text + "d = 3\n").cells()) == 1
 
 
 def test_a_disconnected_random_graph_is_a_cell_not_a_spec_error():

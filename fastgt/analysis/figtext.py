@@ -11,9 +11,16 @@ from matplotlib.ticker import Formatter
 RUN_KEYS = ("n", "d", "steps", "stepsize", "sigma2")
 
 
+#: noises without an additive term: sigma2 means nothing to their cells
+_NO_SIGMA2 = ("none", "full", "minibatch")
+
+
 def describe_run(cells: pd.DataFrame, keys=RUN_KEYS) -> str:
     """"n = 60, d = 20, steps = 8000, stepsize = 0.001, sigma2 = 1" for the ``keys`` the cells
-    have (several values: "stepsize = 0.01 or 0.02")."""
+    have (several values: "stepsize = 0.01 or 0.02"); sigma2 only where some cell's noise
+    has an additive term."""
+    if "noise" in cells.columns and cells["noise"].isin(_NO_SIGMA2).all():
+        keys = [k for k in keys if k != "sigma2"]
     parts = []
     for k in keys:
         if k in cells.columns and cells[k].notna().any():
@@ -22,15 +29,16 @@ def describe_run(cells: pd.DataFrame, keys=RUN_KEYS) -> str:
     return ", ".join(parts)
 
 
-def error_bars(counts, level: float = 0.95) -> str:
-    """What the error bars of seed means are, given the number of seeds behind each point."""
+def error_bars(counts, level: float = 0.95, unit: str = "seed") -> str:
+    """What the error bars of the means are, given the number of ``unit``s (seeds, or cells
+    when more than the seed varies) behind each point."""
     counts = [int(c) for c in counts]
     if not counts or max(counts) < 2:
-        return "one seed per point: no error bars"
+        return f"one {unit} per point: no error bars"
     lo, hi = min(counts), max(counts)
-    seeds = f"{hi}" if lo == hi else f"{max(lo, 2)}-{hi}"
-    text = f"error bars: {level:.0%} CI over {seeds} seeds (Student t)"
-    return text + ("; points of one seed have none" if lo < 2 else "")
+    many = f"{hi}" if lo == hi else f"{max(lo, 2)}-{hi}"
+    text = f"error bars: {level:.0%} CI over {many} {unit}s (Student t)"
+    return text + (f"; points of one {unit} have none" if lo < 2 else "")
 
 
 class _Only(Formatter):

@@ -62,10 +62,14 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     run = describe_run(cells, [k for k in RUN_KEYS if k not in (*by, *others)])
-    title = "one cell per point" if "seed" in by else (
-        f"mean over seeds; {error_bars(agg[f'{y}_count'], level)}")
-    if others:
-        title += "; also averaged over " + ", ".join(others)
+    if "seed" in by:
+        title = "one cell per point"
+    elif others:  # the points average cells of other parameters: bars over cells, not seeds
+        seeds = "seed" in cells.columns and cells["seed"].nunique(dropna=False) > 1
+        over = ", ".join((["seed"] if seeds else []) + others)
+        title = f"mean over {over}; {error_bars(agg[f'{y}_count'], level, unit='cell')}"
+    else:
+        title = f"mean over seeds; {error_bars(agg[f'{y}_count'], level)}"
     head = "; ".join(t for t in (f"sweep {sweep}" if sweep else "", run) if t)
     ax.set_title(f"{head}\n{title}" if head else title, fontsize=9)
     if hue:

@@ -65,4 +65,5 @@ def best_over(cells: pd.DataFrame, param: str = "stepsize", value: str = "steps_
     best = ok.groupby(by, dropna=False, sort=True).head(1) if by else ok.head(1)
     every = per[by].drop_duplicates() if by else pd.DataFrame(index=[0])
     out = every.merge(best.drop(columns="complete"), on=by, how="left") if by else best
+    out["cells"] = out["cells"].astype("Int64")  # a count, <NA> where nothing reached it
     return out.reset_index(drop=True)

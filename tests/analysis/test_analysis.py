@@ -157,6 +157,15 @@ def test_summary_title_says_what_was_run_and_what_the_bars_are(results, tmp_path
     # one seed per point: no bars, and the title says so
     one = summary(cells[cells.seed == 0], x="n", hue="algorithm").axes[0].get_title()
     assert "one seed per point: no error bars" in one and "sweep" not in one
+    # averaged over another parameter too: the bars are over cells, and the title says which
+    mixed = summary(cells, x="n").axes[0].get_title()
+    assert "mean over seed, algorithm; error bars: 95% CI over 4 cells (Student t)" in mixed
+    mixed = summary(cells[cells.seed == 0], x="n").axes[0].get_title()
+    assert "mean over algorithm; error bars: 95% CI over 2 cells (Student t)" in mixed
+    # sigma2 only where a noise adds it
+    assert "sigma2 = 1" in title
+    quiet = summary(cells.assign(noise="minibatch"), x="n", hue="algorithm")
+    assert "sigma2" not in quiet.axes[0].get_title()
     # fastgt plot names the directory it read
     saved = []
 
@@ -244,6 +253,7 @@ def test_best_over_picks_each_configurations_fastest_complete_stepsize():
     assert best.loc["gt", "stepsize"] == 0.2 and best.loc["gt", "steps_to_mean"] == 32
     assert best.loc["dsgd", "stepsize"] == 0.1 and best.loc["dsgd", "steps_to_mean"] == 85
     assert best.loc["gt", "cells"] == 2 and np.isnan(best.loc["extra", "stepsize"])
+    assert str(best["cells"].dtype) == "Int64" and best["cells"].isna().sum() == 1
 
 
 def test_plot_where_takes_a_list_and_repeats_intersect(results, tmp_path, monkeypatch):

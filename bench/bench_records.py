@@ -54,6 +54,28 @@ def seconds(fn, repeats: int) -> list[float]:
     return out
 
 
+def measure(name: str, n: int, d: int, repeats: int) -> dict:
+    """One problem and size: a record's, the one-liner's and a GT step's seconds."""
+    import fastgt
+
+    inst = fastgt.problem(name, samples=SAMPLES, batch_size=BATCH).build(n, d)
+    X = inst.xstar + 0.1 * np.random.default_rng(1).normal(size=(n, d))  # x* solved here
+    base = one_liner(inst)
+    err = np.max(np.abs(base(X) - inst.f(X)) / np.abs(base(X)))
+    if not err < 1e-12:
+        raise SystemExit(f"the one-liner disagrees with fastgt's f: {err:.3g}")
+    fill, out = inst.metrics(lambda M, dtype=np.float64: M), np.empty(5)
+    # one after the other, each its own repeats: a record's BLAS threads would spin into
+    # the other's timing if interleaved (common.interleaved_timings)
+    rec = seconds(lambda: fill(X, X, True, None, out), repeats)
+    one = seconds(lambda: base(X), repeats)
+    gt = FastgtGT(inst, fastgt.topology("ring", n=n), X, full=False)
+    k = common.steps_for(gt.advance, 0.2)
+    step = [s / k for s in seconds(lambda: gt.advance(k), repeats)]
+    return {"problem": name, "n": n, "d": d, "record_s": rec, "one_liner_s": one,
+            "step_s": step, "check": float(err)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", default="100,1000")
@@ -62,31 +84,15 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json")
     args = ap.parse_args()
-    import fastgt
 
     rows, raw = [], []
     for name in args.problems.split(","):
         for n in common.int_list(args.n):
             for d in common.int_list(args.d):
-                inst = fastgt.problem(name, samples=SAMPLES, batch_size=BATCH).build(n, d)
-                inst.fstar  # the optimum, solved once, outside the timings
-                g = np.random.default_rng(1)
-                X = inst.xstar + 0.1 * g.normal(size=(n, d))
-                base = one_liner(inst)
-                err = np.max(np.abs(base(X) - inst.f(X)) / np.abs(base(X)))
-                if not err < 1e-12:
-                    raise SystemExit(f"the one-liner disagrees with fastgt's f: {err:.3g}")
-                fill, out = inst.metrics(lambda M, dtype=np.float64: M), np.empty(5)
-                # one after the other, each its own repeats: a record's BLAS threads would
-                # spin into the other's timing if interleaved (common.interleaved_timings)
-                rec = seconds(lambda: fill(X, X, True, None, out), args.repeats)
-                one = seconds(lambda: base(X), args.repeats)
-                gt = FastgtGT(inst, fastgt.topology("ring", n=n), X, full=False)
-                k = common.steps_for(gt.advance, 0.2)
-                step = [s / k for s in seconds(lambda: gt.advance(k), args.repeats)]
-                r, o, s = (statistics.median(v) for v in (rec, one, step))
-                raw.append({"problem": name, "n": n, "d": d, "record_s": rec,
-                            "one_liner_s": one, "step_s": step, "check": float(err)})
+                m = measure(name, n, d, args.repeats)
+                r, o, s = (statistics.median(m[k]) for k in ("record_s", "one_liner_s",
+                                                               "step_s"))
+                raw.append(m)
                 rows.append([name, str(n), str(d), f"{r:.3f}", f"{o:.3f}", f"{o / r:.1f}",
                              f"{r / s:.0f}"])
                 print(f"done {name} n={n} d={d}", file=sys.stderr)

@@ -20,7 +20,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -44,16 +43,6 @@ def one_liner(inst):
     return f
 
 
-def seconds(fn, repeats: int) -> list[float]:
-    fn()
-    out = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
-
-
 def measure(name: str, n: int, d: int, repeats: int) -> dict:
     """One problem and size: a record's, the one-liner's and a GT step's seconds."""
     import fastgt
@@ -67,11 +56,11 @@ def measure(name: str, n: int, d: int, repeats: int) -> dict:
     fill, out = inst.metrics(lambda M, dtype=np.float64: M), np.empty(5)
     # one after the other, each its own repeats: a record's BLAS threads would spin into
     # the other's timing if interleaved (common.interleaved_timings)
-    rec = seconds(lambda: fill(X, X, True, None, out), repeats)
-    one = seconds(lambda: base(X), repeats)
+    rec = common.seconds(lambda: fill(X, X, True, None, out), repeats)
+    one = common.seconds(lambda: base(X), repeats)
     gt = FastgtGT(inst, fastgt.topology("ring", n=n), X, full=False)
     k = common.steps_for(gt.advance, 0.2)
-    step = [s / k for s in seconds(lambda: gt.advance(k), repeats)]
+    step = [s / k for s in common.seconds(lambda: gt.advance(k), repeats)]
     return {"problem": name, "n": n, "d": d, "record_s": rec, "one_liner_s": one,
             "step_s": step, "check": float(err)}
 

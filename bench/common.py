@@ -72,6 +72,18 @@ def steps_for(advance, target_s: float, probe_s: float = 0.02) -> int:
         k *= 2
 
 
+def seconds(fn, repeats: int) -> list[float]:
+    """Wall seconds of ``repeats`` calls of fn(), after one untimed call (compilation,
+    first touch)."""
+    fn()
+    out = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
 def interleaved_timings(advances: dict, steps: dict, repeats: int, settle_s: float = 0.0):
     """Seconds per step of each ``advances[name](steps[name])``, ``repeats`` times each.
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
+import common
 import numba
 import numpy as np
 from numba import njit, prange
@@ -53,13 +53,7 @@ def _triad(a, b, c, s):
 
 
 def _median_time(f, repeats: int = 7) -> float:
-    f()
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return float(np.median(ts))
+    return float(np.median(common.seconds(f, repeats)))
 
 
 def measure(threads: int) -> dict:

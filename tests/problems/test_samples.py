@@ -177,7 +177,8 @@ def test_float32_state_follows_the_twin(algorithm, sparse, tmp_path):
 def _check_twin(algorithm, noise, sparse, tmp_path, dtype="float64"):
     W, d, seed = fastgt.topology("erdos_renyi", n=12, prob=0.4, seed=3), 5, 4
     path = _sparse_file(tmp_path, d=d)[0] if sparse else None
-    spec = _spec("logistic" if sparse else "least_squares", path, batch_size=3)
+    batch = 3 if noise.startswith("minibatch") else 1  # a batch_size acts under minibatch only
+    spec = _spec("logistic" if sparse else "least_squares", path, batch_size=batch)
     x0 = np.random.default_rng(7).normal(size=(W.n, d))
     res = fastgt.run(algorithm=algorithm, topology=W, problem=spec, noise=noise, sigma2=0.5,
                      d=d, stepsize=GAMMA, steps=STEPS, record_every=RECORD, seed=seed, x0=x0,
@@ -185,7 +186,7 @@ def _check_twin(algorithm, noise, sparse, tmp_path, dtype="float64"):
     rtol = RTOL if dtype == "float64" else 8 * STEPS * 2.0**-24
     x0 = x0.astype(dtype).astype(np.float64)  # as the run stored it
     inst = spec.build(W.n, d).in_dtype(dtype)  # float32: the rows rounded, as the run's
-    grad = _twin_grads(inst, seed, 3 if noise.startswith("minibatch") else 0)
+    grad = _twin_grads(inst, seed, batch if noise.startswith("minibatch") else 0)
     add = (ref.fastgt_noise("gaussian", 0.5, d, W, seed) if noise.endswith("gaussian")
            else ref.no_noise(W.n, d))
     states = ref.simulate(algorithm, W.to_dense(), lambda X, t: grad(X, t) + add(t), GAMMA,

@@ -137,7 +137,7 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     parsed = [_parse_cell(c, noise, d) for c in cells]
     if not PARAMS["allow_unstable"].validate("allow_unstable", allow_unstable):
         for W in {id(c.W): c.W for c in parsed}.values():
-            refusal = algo.refusal(W)
+            refusal = algo.refusal(W, local_steps)
             if refusal:
                 raise FastGTError(refusal)
     wy = checked_topology_y(topology_y, algo, parsed[0].W.n)

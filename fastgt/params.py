@@ -182,7 +182,8 @@ _DECLARED = [
           "same n (JSON on the command line: '{\"topology\": \"ring\", \"n\": 16}')",
           _table, tables="table"),
     Param("allow_unstable", bool, "run", "run an algorithm on a topology outside its stability "
-          "condition (d2: lambda_n(W) > -1/3) and let the divergence be recorded"),
+          "condition (d2: lambda_n(W) > -1/3, a static W, local_steps 1) and let the divergence be "
+          "recorded"),
     Param("dtype", str, "run", "element type of the state: float64 (default) or float32 (half "
           "the memory and traffic; arithmetic stays float64, rounded where stored)",
           choices=_dtypes),

@@ -180,9 +180,23 @@ def _static(W) -> None:
 def _check(algorithm: str, stepsize=None, W=None) -> float | None:
     """Validate; returns the stepsize as a float (None if not given)."""
     if W is not None:
+        if not hasattr(W, "static"):
+            raise bad("W", W, "a MixingMatrix, e.g. fastgt.topology('ring', n=30)")
         _static(W)
     check_choice("algorithm", algorithm, ALGORITHMS)
     return None if stepsize is None else check_float("stepsize", stepsize, 0.0, lo_open=True)
+
+
+def _topology_y(W, algorithm: str, Wy):
+    """topology_y as fastgt.run takes it (a MixingMatrix or a topology table), checked
+    as the engine checks it: an algorithm that tracks gradients, a static matrix, W's n."""
+    if Wy is None:
+        return None
+    from .algorithms import ALGORITHMS as SPECS  # numba: only when topology_y is given
+    from .engine import checked_topology_y
+    from .flat import table_topology
+
+    return checked_topology_y(table_topology(Wy), SPECS[algorithm], W.n)
 
 
 def _relaxed(local_steps, topology_y) -> bool:
@@ -219,6 +233,8 @@ def max_stepsize(W, algorithm: str, problem="quadratic", local_steps: int = 1,
     at large ones).
     """
     _check(algorithm, W=W)
+    topology_y = _topology_y(W, algorithm, topology_y)
+    local_steps = check_int("local_steps", local_steps, 1)
     a = _curvature(problem)
     if not _relaxed(local_steps, topology_y):
         lam_n = W.spectrum().lambda_n
@@ -273,6 +289,7 @@ def rate(W, algorithm: str, stepsize: float, problem="quadratic", local_steps: i
     dynamics (GT) or shifts the fixed point (D-SGD): same rate, curvature 1.
     """
     stepsize = _check(algorithm, stepsize, W)
+    topology_y = _topology_y(W, algorithm, topology_y)
     a = _curvature(problem)
     local_steps = check_int("local_steps", local_steps, 1)
     if _dense(W, topology_y):
@@ -319,6 +336,9 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
     in every case (ybar = gbar holds for any doubly stochastic matrices).
     """
     stepsize = _check(algorithm, stepsize, W)
+    topology_y = _topology_y(W, algorithm, topology_y)
+    if record_every is not None:
+        record_every = check_int("record_every", record_every, 1)
     a = _curvature(problem)
     reason = unsupported(algorithm, problem)
     if reason:

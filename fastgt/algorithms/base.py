@@ -339,10 +339,10 @@ class Algorithm:
         if self.mixed not in (1, 2):  # the mean term keeps sums for S1 and S2 (Batch.part)
             raise ValueError(f"algorithm {self.name}: mixed must be 1 or 2, not {self.mixed}")
 
-    def refusal(self, W) -> str | None:
-        """The one-line error of a run on W outside the algorithm's stability condition (the
-        same from fastgt.run and from grid files), or None."""
-        reason = self.check(W) if self.check else None
+    def refusal(self, W, local_steps: int = 1) -> str | None:
+        """The one-line error of a run on W (with local_steps) outside the algorithm's
+        stability condition (the same from fastgt.run and from grid files), or None."""
+        reason = self.check(W, local_steps) if self.check else None
         return reason and f"{reason}, or allow_unstable=True to run it anyway"
 
     @property

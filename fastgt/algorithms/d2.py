@@ -123,11 +123,15 @@ def state(batch, arrays, cur, c, t):
             "Z": batch.real(Z2[c, cur])}
 
 
-def check(W):
+def check(W, local_steps):
     """Tang et al.'s condition lambda_n(W) > -1/3 (equality, as on an even ring with self
     weight 1/3, is allowed: rounding must not refuse it), on a static W: its correction
     -X(t-1) + gamma G(t-1) cancels W's fixed point only when W(t) = W(t-1) (measured: it
-    diverges on the time-varying topologies)."""
+    diverges on the time-varying topologies, and with local steps, where a step with W = I
+    leaves a unit root: no stepsize is stable, docs/theory.md)."""
+    if local_steps > 1:
+        return (f"d2 has no stable stepsize with local_steps={local_steps} (a step with "
+                "W = I leaves its correction a unit root); allowed: local_steps=1")
     if not W.static:
         return (f"d2 needs a static W (its correction assumes W(t) = W(t-1)), not the "
                 f"time-varying {W.name}; allowed: a static topology")

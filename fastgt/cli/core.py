@@ -105,7 +105,8 @@ def run_cmd(threads, out, quiet, **kw):
     s = res.summary
     if s["status"] == "diverged":
         raise ResultError(f"the run diverged at step {s['diverged_step']}: "
-                          f"{s['diverged_reason']}{_stable_hint(W, kw['algorithm'], prob)}")
+                          f"{s['diverged_reason']}"
+                          f"{_stable_hint(W, kw['algorithm'], prob, kw['local_steps'] or 1, kw['topology_y'])}")
 
 
 def _check_file_d(spec, n: int, d: int) -> None:
@@ -157,14 +158,18 @@ def _write_trace(res, out: str) -> None:
         raise WriteFailed(f"{err}; the trace was saved to {spare!r} instead") from None
 
 
-def _stable_hint(W, algorithm: str, prob) -> str:
-    """'; the largest stable stepsize is ...' where the exact theory knows it."""
+def _stable_hint(W, algorithm: str, prob, local_steps: int, topology_y) -> str:
+    """'; the largest stable stepsize is ...' where the exact theory knows it (for these
+    local steps and topology_y)."""
     from ..theory import max_stepsize
 
     try:
-        return f"; the largest stable stepsize is {max_stepsize(W, algorithm, prob):.6g}"
+        top = max_stepsize(W, algorithm, prob, local_steps, topology_y)
     except FastGTError:  # the theory does not cover the problem
         return "; try a smaller --stepsize"
+    if top == 0.0:
+        return f"; no stepsize is stable for {algorithm} with these settings (exact theory)"
+    return f"; the largest stable stepsize is {top:.6g}"
 
 
 @click.command("table3")

@@ -10,7 +10,7 @@ import warnings
 import click
 
 from ..errors import FastGTWarning
-from .exits import EXIT_CODES
+from .exits import EXIT_CODES, UserError
 
 #: command -> the module of fastgt.cli that defines it (in its COMMANDS)
 COMMANDS = {"topo": "core", "run": "core", "table3": "core", "report": "core",
@@ -18,7 +18,31 @@ COMMANDS = {"topo": "core", "run": "core", "table3": "core", "report": "core",
             "status": "results", "compact": "results"}
 
 
+def _one_line(err: click.UsageError) -> UserError:
+    """Click's usage error (an unknown option, a value outside a choice, a missing
+    argument) as every other bad input: one line, exit code 2, saying where help is,
+    instead of click's usage, hint and message on several lines."""
+    where = f" (see {err.ctx.command_path} --help)" if err.ctx is not None else ""
+    return UserError(" ".join(err.format_message().split()) + where)
+
+
 class LazyGroup(click.Group):
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.exceptions.NoArgsIsHelpError:
+            raise  # bare ``fastgt``: the help
+        except click.UsageError as err:
+            raise _one_line(err) from None
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as err:
+            raise _one_line(err) from None
+
     def list_commands(self, ctx) -> list[str]:
         return sorted(COMMANDS)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..theory import NOISES
 from .common import json_line, param_option, topo_options, topo_params
 from .exits import ResultError, user_errors
 
@@ -14,7 +15,9 @@ from .exits import ResultError, user_errors
 @topo_options
 @click.option("--problem", type=click.Choice(["quadratic", "consensus"]), default="quadratic",
               help="quadratic: Setup A/B (f_i = ||x||^2); consensus: f_i = 1/2 ||x - mu_i||^2")
-@param_option("noise")
+@param_option("noise", type=click.Choice(NOISES),
+              help="gaussian: Setup A; structured: Setup B; none: exact gradients (the "
+                   "theory's noises)")
 @param_option("sigma2")
 @param_option("d", help="dimension (matters for structured noise)")
 @param_option("stepsize")

@@ -207,7 +207,8 @@ class GridSpec:
 
             algo = ALGORITHMS[algorithm]
             try:
-                refusal = None if unstable else algo.refusal(built[key])
+                refusal = None if unstable else algo.refusal(built[key],
+                                                             cell.params.get("local_steps") or 1)
                 if refusal:
                     raise FastGTError(refusal)
                 if cell.params.get("topology_y"):

@@ -185,15 +185,18 @@ def check_step(m: MixingMatrix, what: str) -> None:
 
 
 def _per_matrix(period) -> tuple[float, float]:
-    """(lambda2, lambda_n) shared by every matrix of the period, or NaN."""
-    vals = set()
+    """(lambda2, lambda_n) shared by every matrix of the period (equal to 12 digits; the
+    first matrix's values, unrounded), or NaN."""
+    vals = []
     for m in period:
         A = m.sparse_part()
         if (abs(A - A.T) > TOL).nnz:
             return math.nan, math.nan
         s = m.spectrum()
-        vals.add((round(s.lambda2, 12), round(s.lambda_n, 12)))
-    return vals.pop() if len(vals) == 1 else (math.nan, math.nan)
+        vals.append((s.lambda2, s.lambda_n))
+    if len({(round(a, 12), round(b, 12)) for a, b in vals}) != 1:
+        return math.nan, math.nan
+    return vals[0]
 
 
 def _period_spectrum(tv: TimeVarying) -> PeriodSpectrum:

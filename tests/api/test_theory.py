@@ -3,6 +3,7 @@
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -251,6 +252,32 @@ def test_errors():
         theory.stationary(W, "gt", -1.0)
     with pytest.raises(fastgt.FastGTError, match="noise"):
         theory.stationary(W, "gt", 0.1, noise="laplace")
+    with pytest.raises(fastgt.FastGTError, match=re.escape(
+            "W='ring' is invalid: allowed a MixingMatrix, e.g. fastgt.topology('ring', n=30)")):
+        theory.stationary("ring", "gt", 0.1)
+    with pytest.raises(fastgt.FastGTError, match="record_every=0 is invalid"):
+        theory.stationary(W, "gt", 0.1, local_steps=2, record_every=0)
+
+
+def test_topology_y_is_taken_and_checked_as_run_takes_it():
+    """A topology table or a MixingMatrix, as fastgt.run takes it; the engine's one-line
+    errors for another n, a time-varying matrix, an algorithm without a tracker."""
+    W = fastgt.topology("ring", n=10)
+    table = {"topology": "ring", "n": 10, "self_weight": 0.5}
+    built = fastgt.topology("ring", n=10, self_weight=0.5)
+    assert theory.stationary(W, "gt", 0.05, topology_y=table) == theory.stationary(
+        W, "gt", 0.05, topology_y=built)
+    assert theory.rate(W, "gt", 0.05, topology_y=table) == theory.rate(W, "gt", 0.05,
+                                                                        topology_y=built)
+    for fn in (theory.stationary, theory.rate):
+        with pytest.raises(fastgt.FastGTError, match="topology_y has n=8, the topology n=10"):
+            fn(W, "gt", 0.05, topology_y=fastgt.topology("ring", n=8))
+        with pytest.raises(fastgt.FastGTError, match="allowed a static MixingMatrix"):
+            fn(W, "gt", 0.05, topology_y=fastgt.topology("random_matching", n=10))
+        with pytest.raises(fastgt.FastGTError, match="only with the algorithms that track"):
+            fn(W, "dsgd", 0.05, topology_y=table)
+    with pytest.raises(fastgt.FastGTError, match="topology_y has n=8"):
+        theory.max_stepsize(W, "gt", topology_y=fastgt.topology("ring", n=8))
 
 
 def test_theory_columns():

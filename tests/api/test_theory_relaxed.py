@@ -153,14 +153,19 @@ def test_dense_path_has_a_size_limit(monkeypatch):
     assert math.isfinite(cols["theory_consensus"])
 
 
-def test_d2_with_local_steps_is_unstable_and_diverges():
+def test_d2_with_local_steps_is_unstable_refused_and_diverges():
     """D²'s correction on a local step (W = I) leaves a unit root: with local steps no
-    stepsize is stable (max_stepsize 0), and a run diverges."""
+    stepsize is stable (max_stepsize 0), so a run is refused before it starts, and with
+    allow_unstable it diverges."""
     W = fastgt.topology("ring", n=10)
     assert theory.max_stepsize(W, "d2", local_steps=2) == 0.0
-    res = fastgt.run(algorithm="d2", topology=W, problem="hetero_quadratic", noise="none",
-                     d=2, steps=3000, stepsize=0.05, local_steps=2)
-    assert res.summary["status"] == "diverged"
+    kw = dict(algorithm="d2", topology=W, problem="hetero_quadratic", noise="none", d=2,
+              steps=3000, stepsize=0.05, local_steps=2)
+    with pytest.raises(fastgt.FastGTError, match=r"d2 has no stable stepsize with "
+                                                 r"local_steps=2 .*allowed: local_steps=1, "
+                                                 r"or allow_unstable=True"):
+        fastgt.run(**kw)
+    assert fastgt.run(**kw, allow_unstable=True).summary["status"] == "diverged"
 
 
 def _steps(W, algorithm, gamma, **relax):

@@ -169,6 +169,22 @@ def test_exit_codes_are_documented():
         assert re.search(rf"\b{code}\b[^;]*{meaning}", " ".join(text.split())), text
 
 
+@pytest.mark.parametrize("args,fragment", [
+    (["topo", "rng"], "Invalid value for 'NAME': 'rng' is not one of 'ring', 'interp_ring'"),
+    (["topo"], "Missing argument 'NAME'. Choose from: ring, interp_ring, torus"),
+    (["run", "--bogus", "3"], "No such option '--bogus'"),
+    (["run", "--dtype", "half"], "'half' is not one of 'float64', 'float32'"),
+    (["nosuch"], "No such command 'nosuch'"),
+    (["--bogus"], "No such option '--bogus'"),
+])
+def test_click_usage_errors_are_one_line_too(args, fragment):
+    """Errors click finds while parsing (choices, unknown options and commands, missing
+    arguments) are one line with exit code 2 like fastgt's own, saying where help is."""
+    res = invoke(*args)
+    line = one_error(res, 2, fragment)
+    assert res.output.strip() == line and line.endswith("--help)")
+
+
 def test_a_diverged_run_exits_3_and_says_when_and_why():
     res = invoke("run", *TINY[:4], "--steps", "500", "--stepsize", "10", "--quiet")
     line = one_error(res, 3, "diverged at step", "loss_nodes",
@@ -178,6 +194,11 @@ def test_a_diverged_run_exits_3_and_says_when_and_why():
     assert int(table["diverged_step"]) == step < 500
     for m in fastgt.METRICS:  # plateaus are missing, not nan beside huge finals
         assert table[m] == "missing (the run diverged)"
+    # the hint is the theory's for the run's local steps: EXTRA with 5 has no stable stepsize
+    res = invoke("run", *TINY[:4], "--algorithm", "extra", "--local-steps", "5", "--steps",
+                 "3000", "--stepsize", "0.001", "--quiet")
+    one_error(res, 3, "diverged at step", "no stepsize is stable for extra with these "
+              "settings (exact theory)")
 
 
 def test_a_sweep_with_diverged_cells_exits_3_after_finishing(tmp_path):

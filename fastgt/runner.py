@@ -65,7 +65,7 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
               noise: str = "gaussian", d: int = 100, steps: int = 1000, record_every: int = 100,
               threads: int | None = None, progress=None, parallel: str = "auto",
               local_steps: int = 1, allow_unstable: bool = False,
-              topology_y=None, dtype: str = "float64") -> list[RunResult]:
+              topology_y=None, dtype: str = "float64", **unknown) -> list[RunResult]:
     """Several runs advanced together by one compiled loop; results equal ``run``'s bit for bit.
 
     Each cell is a dict with ``topology`` (a MixingMatrix or TimeVarying) and optionally
@@ -76,6 +76,10 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     (every step split over row blocks) or "auto" (cells when there are at least as many
     cells as threads). The choice changes the speed, never the numbers.
     """
+    for key in unknown:  # a one-line error, not Python's TypeError
+        where = (f"a cell's: give it in each cell dict (keys {', '.join(CELL_KEYS)})"
+                 if key in CELL_KEYS else "no parameter of run_batch")
+        raise FastGTError(f"{key} is {where}")
     plan = prepare(cells, algorithm, problem, noise, d, steps, record_every, parallel,
                    local_steps, allow_unstable,
                    None if topology_y is None else table_topology(topology_y), dtype)

@@ -159,8 +159,8 @@ def test_d2_with_local_steps_is_unstable_refused_and_diverges():
     allow_unstable it diverges."""
     W = fastgt.topology("ring", n=10)
     assert theory.max_stepsize(W, "d2", local_steps=2) == 0.0
-    kw = dict(algorithm="d2", topology=W, problem="hetero_quadratic", noise="none", d=2,
-              steps=3000, stepsize=0.05, local_steps=2)
+    kw = {"algorithm": "d2", "topology": W, "problem": "hetero_quadratic", "noise": "none",
+          "d": 2, "steps": 3000, "stepsize": 0.05, "local_steps": 2}
     with pytest.raises(fastgt.FastGTError, match=r"d2 has no stable stepsize with "
                                                  r"local_steps=2 .*allowed: local_steps=1, "
                                                  r"or allow_unstable=True"):

@@ -51,3 +51,8 @@ def test_incompatible_cells_are_refused():
         run_batch([{"topology": _cells()[0]["topology"], "alpha": 0.3}], d=3, steps=2)
     with pytest.raises(fastgt.FastGTError, match="parallel"):
         run_batch(_cells(), d=3, steps=2, parallel="threads")
+    with pytest.raises(fastgt.FastGTError, match=r"stepsize is a cell's: give it in each "
+                                                 r"cell dict \(keys topology, stepsize"):
+        run_batch(_cells(), d=3, steps=2, stepsize=0.1)
+    with pytest.raises(fastgt.FastGTError, match="stepsze is no parameter of run_batch"):
+        run_batch(_cells(), d=3, steps=2, stepsze=0.1)

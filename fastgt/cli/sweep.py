@@ -57,9 +57,10 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
 
     Example: fastgt grid scripts/demo.toml --out results/demo --workers 2
     """
-    from ..sweep.executors import run_sweep
+    from ..sweep.executors import check_options, run_sweep
     from ..sweep.grid import load_spec
 
+    check_options(executor, scheduler, workers, threads_per_worker, max_batch, flush_seconds)
     gs = load_spec(spec, sets, params)
     cells = gs.cells()
     if dry_run:

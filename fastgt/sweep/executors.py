@@ -265,10 +265,28 @@ class DaskBackend:
             self.cluster.close()
 
 
+#: a Dask scheduler's address: [PROTOCOL://]HOST:PORT
+_ADDRESS = re.compile(r"^(?:[a-z]+://)?[^\s:/]+:\d+$")
+
+
 def check_executor(executor: str, scheduler: str | None) -> None:
     check_choice("executor", executor, EXECUTORS)
     if executor == "local" and scheduler is not None:
         raise FastGTError("scheduler is only for executor='dask'")
+    if scheduler not in (None, "local") and not _ADDRESS.match(str(scheduler)):
+        raise FastGTError(f"scheduler={scheduler!r} is invalid: allowed 'local' (a "
+                          "LocalCluster here) or a scheduler's address, tcp://HOST:PORT")
+
+
+def check_options(executor: str, scheduler: str | None, workers: int | None, threads: int,
+                  max_batch: int, flush_seconds: float) -> tuple:
+    """A sweep's options checked (one-line errors), workers defaulting to the usable cores:
+    (workers, threads, max_batch, flush_seconds)."""
+    check_executor(executor, scheduler)
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (check_int("workers", usable if workers is None else workers, 1),
+            check_int("threads_per_worker", threads, 1), check_int("max_batch", max_batch, 1),
+            check_float("flush_seconds", flush_seconds, 0.0))
 
 
 def _drift_notes(units) -> None:
@@ -312,35 +330,34 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     Ctrl-C (KeyboardInterrupt) stops the workers, writes the finished cells, releases this
     sweep's claims and propagates.
     """
-    check_executor(executor, scheduler)  # before DIR is touched
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    workers = check_int("workers", usable if workers is None else workers, 1)
-    threads = check_int("threads_per_worker", threads, 1)
-    max_batch = check_int("max_batch", max_batch, 1)
+    workers, threads, max_batch, flush_seconds = check_options(
+        executor, scheduler, workers, threads, max_batch, flush_seconds)  # before DIR
     task_seconds = check_float("task_seconds", task_seconds, 0.0, lo_open=True)
-    flush_seconds = check_float("flush_seconds", flush_seconds, 0.0)
     t0, t0_ns = time.time(), time.time_ns()
     from .storage import Store  # pyarrow and pandas only for sweeps
 
-    store = Store(out)
-    if spec_text is not None:
-        store.put_spec(spec_text, [c.id for c in cells])
-    store.clean()
-    report = SweepReport(total=len(cells))
+    store = Store(out, create=False)  # read only until the workers are up: a scheduler
+    report = SweepReport(total=len(cells))  # that cannot be reached changes nothing in DIR
     todo, replace = _todo(cells, store, force, retry_failed)
     report.skipped = len(cells) - len(todo)
-    if not todo:  # all done before (a killed sweep's rerun: its parts are compacted here)
-        store.compact()
-        report.elapsed = time.time() - t0
-        return report
     sweep = {"started": t0, "executor": executor, "workers": workers,
              "threads_per_worker": threads, "scheduler": scheduler, "driver_pid": os.getpid()}
-    backend, pending = None, _Pending(store, sweep, flush_seconds)
+    backend = pending = None
     try:
-        units = sorted({(c.params["algorithm"], c.params["problem"],
-                         c.params.get("dtype", "float64")) for c in todo})
-        _drift_notes(units)
-        backend = make_backend(executor, workers, threads, scheduler, units)
+        if todo:
+            units = sorted({(c.params["algorithm"], c.params["problem"],
+                             c.params.get("dtype", "float64")) for c in todo})
+            _drift_notes(units)
+            backend = make_backend(executor, workers, threads, scheduler, units)
+        store = Store(out)
+        if spec_text is not None:
+            store.put_spec(spec_text, [c.id for c in cells])
+        store.clean()
+        if not todo:  # all done before (a killed sweep's rerun: its parts are compacted here)
+            store.compact()
+            report.elapsed = time.time() - t0
+            return report
+        pending = _Pending(store, sweep, flush_seconds)
         planner = Planner(todo, backend.slots, max_batch, threads, task_seconds)
         _dispatch(backend, planner, _Skip(store, replace, t0_ns), store, pending, report,
                   threads, progress)
@@ -353,7 +370,8 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
         try:
             if backend is not None:
                 backend.close()
-            pending.flush()  # finished work is never lost, whatever stopped the sweep
+            if pending is not None:
+                pending.flush()  # finished work is never lost, whatever stopped the sweep
         finally:
             store.release_all()
             report.elapsed = time.time() - t0

@@ -472,3 +472,32 @@ def test_time_varying_topologies_in_a_grid(tmp_path):
                         steps=40, record_every=10, stepsize=0.05)
     row = cyc[cyc["p_eff"] == 1.0].iloc[0]
     assert row["loss_nodes"] == direct.summary["loss_nodes"]
+
+
+def test_bad_executor_options_and_a_backend_that_fails_leave_out_untouched(tmp_path,
+                                                                           monkeypatch):
+    """A scheduler that is no address, workers=0: one line, exit 2, before the spec is read
+    (no note printed) and before --out exists. A backend that fails to start (an
+    unreachable scheduler) leaves an existing sweep's directory as it was."""
+    spec = tmp_path / "g.toml"
+    spec.write_text('[run]\ntopology = "ring"\nn = 6\nd = 2\nsteps = 4\n[[grid]]\nseed = [0, 1]\n')
+    out = tmp_path / "out"
+    for opts, fragment in ((["--executor", "dask", "--scheduler", "foo"],
+                            "scheduler='foo' is invalid: allowed 'local'"),
+                           (["--workers", "0"], "workers=0 is invalid")):
+        res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), *opts, "--quiet"])
+        assert res.exit_code == 2 and res.output.startswith("Error: ")
+        assert fragment in res.output and len(res.output.strip().splitlines()) == 1
+        assert not out.exists()
+    ok = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), "--workers", "1", "--quiet"])
+    assert ok.exit_code == 0, ok.output
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    spec.write_text(spec.read_text().replace("[0, 1]", "[0, 1, 2]"))  # a cell to do
+
+    def unreachable(*args, **kwargs):
+        raise fastgt.FastGTError("scheduler='tcp://127.0.0.1:1' is unreachable")
+
+    monkeypatch.setattr("fastgt.sweep.executors.make_backend", unreachable)
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), "--quiet"])
+    assert res.exit_code == 2 and "unreachable" in res.output
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

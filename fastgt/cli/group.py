@@ -5,6 +5,7 @@ fraction of a second, without numba, pandas or the problem registry."""
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 
 import click
@@ -42,6 +43,9 @@ class LazyGroup(click.Group):
             raise
         except click.UsageError as err:
             raise _one_line(err) from None
+        except KeyboardInterrupt:  # Ctrl-C before a sweep's own handler (reading the spec,
+            click.echo("interrupted", err=True)  # starting workers), or in another command:
+            sys.exit(130)  # 130 as documented, not click's "Aborted!" and 1
 
     def list_commands(self, ctx) -> list[str]:
         return sorted(COMMANDS)

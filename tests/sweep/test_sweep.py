@@ -501,3 +501,18 @@ def test_bad_executor_options_and_a_backend_that_fails_leave_out_untouched(tmp_p
     res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), "--quiet"])
     assert res.exit_code == 2 and "unreachable" in res.output
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_ctrl_c_while_the_spec_is_read_exits_130(tmp_path, monkeypatch):
+    """An interrupt before the sweep's own handler (here: while the spec is read) exits
+    130 with one line, as a sweep's Ctrl-C does (click alone would say 'Aborted!', 1)."""
+    from fastgt.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("fastgt.sweep.grid.load_spec", interrupted)
+    spec = tmp_path / "g.toml"
+    spec.write_text('[run]\ntopology = "ring"\nn = 6\n')
+    res = CliRunner().invoke(main, ["grid", str(spec), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 130 and res.output.strip() == "interrupted"

@@ -17,7 +17,7 @@ work (a full disk: the message says what was kept; a closed pipe, as in `| head`
 output quietly, click's convention); {EXIT_USAGE} bad input (one line naming
 the option, before any work); {EXIT_RESULT} the simulation diverged (run), the stepsize is
 unstable (theory), or some cells failed or diverged (grid, after finishing the others);
-130 / 143 a sweep stopped by Ctrl-C / SIGTERM (finished cells are kept)."""
+130 stopped by Ctrl-C, 143 a sweep stopped by SIGTERM (a sweep keeps its finished cells)."""
 
 #: figure formats of ``--out`` (matplotlib's Agg and vector backends)
 FIGURE_FORMATS = ("png", "pdf", "svg", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")

@@ -206,16 +206,18 @@ class GridSpec:
             from ..engine import checked_topology_y
 
             algo = ALGORITHMS[algorithm]
+            where = self.source
             try:
                 refusal = None if unstable else algo.refusal(built[key],
                                                              cell.params.get("local_steps") or 1)
                 if refusal:
                     raise FastGTError(refusal)
-                if cell.params.get("topology_y"):
+                if cell.params.get("topology_y"):  # a mistake inside its table: its line
+                    where = self._given("topology_y") or self.source
                     checked_topology_y(table_topology(cell.params["topology_y"]), algo,
                                        built[key].n)
             except FastGTError as err:
-                raise FastGTError(f"{self.source}: cell with algorithm={algorithm}, {shown}: "
+                raise FastGTError(f"{where}: cell with algorithm={algorithm}, {shown}: "
                                   f"{err}") from None
 
     def _given(self, key: str) -> str | None:

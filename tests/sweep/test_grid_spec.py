@@ -289,4 +289,10 @@ def test_topology_y_for_an_algorithm_without_tracking_is_refused_before_running(
                     'topology_y = {topology = "complete", n = 8}\n')
     res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "out")])
     assert res.exit_code == 2 and "not dsgd" in res.output.splitlines()[-1], res.output
+    assert f"{spec} line 5: cell with algorithm=dsgd" in res.output  # the table's line
     assert not (tmp_path / "out").exists()
+    spec.write_text('[run]\ntopology = "ring"\nn = 8\n[[grid]]\nalgorithm = "gt"\n'
+                    'topology_y = [{topology = "ring", n = 8, slef_weight = 0.5}]\n')
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2 and f"{spec} line 6: cell with" in res.output
+    assert "slef_weight does not apply to topology 'ring'" in res.output

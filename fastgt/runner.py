@@ -76,7 +76,8 @@ def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     (every step split over row blocks) or "auto" (cells when there are at least as many
     cells as threads). The choice changes the speed, never the numbers.
     """
-    for key in unknown:  # a one-line error, not Python's TypeError
+    if unknown:  # a one-line error, not Python's TypeError
+        key = next(iter(unknown))
         where = (f"a cell's: give it in each cell dict (keys {', '.join(CELL_KEYS)})"
                  if key in CELL_KEYS else "no parameter of run_batch")
         raise FastGTError(f"{key} is {where}")

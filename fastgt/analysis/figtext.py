@@ -11,15 +11,16 @@ from matplotlib.ticker import Formatter
 RUN_KEYS = ("n", "d", "steps", "stepsize", "sigma2")
 
 
-#: noises without an additive term: sigma2 means nothing to their cells
-_NO_SIGMA2 = ("none", "full", "minibatch")
+#: noises without an additive term, whose cells sigma2 means nothing to (those of kind NONE
+#: in fastgt.problems.NOISES, which imports numba: a test keeps the two the same)
+NO_SIGMA2 = ("none", "full", "minibatch")
 
 
 def describe_run(cells: pd.DataFrame, keys=RUN_KEYS) -> str:
     """"n = 60, d = 20, steps = 8000, stepsize = 0.001, sigma2 = 1" for the ``keys`` the cells
     have (several values: "stepsize = 0.01 or 0.02"); sigma2 only where some cell's noise
     has an additive term."""
-    if "noise" in cells.columns and cells["noise"].isin(_NO_SIGMA2).all():
+    if "noise" in cells.columns and cells["noise"].isin(NO_SIGMA2).all():
         keys = [k for k in keys if k != "sigma2"]
     parts = []
     for k in keys:

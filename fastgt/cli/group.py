@@ -4,6 +4,7 @@ fraction of a second, without numba, pandas or the problem registry."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 import warnings
@@ -19,30 +20,30 @@ COMMANDS = {"topo": "core", "run": "core", "table3": "core", "report": "core",
             "status": "results", "compact": "results"}
 
 
-def _one_line(err: click.UsageError) -> UserError:
-    """Click's usage error (an unknown option, a value outside a choice, a missing
+@contextlib.contextmanager
+def _one_line_usage_errors():
+    """Click's usage errors (an unknown option, a value outside a choice, a missing
     argument) as every other bad input: one line, exit code 2, saying where help is,
-    instead of click's usage, hint and message on several lines."""
-    where = f" (see {err.ctx.command_path} --help)" if err.ctx is not None else ""
-    return UserError(" ".join(err.format_message().split()) + where)
+    instead of click's usage, hint and message on several lines. A bare ``fastgt`` still
+    gets the help."""
+    try:
+        yield
+    except click.exceptions.NoArgsIsHelpError:
+        raise
+    except click.UsageError as err:
+        where = f" (see {err.ctx.command_path} --help)" if err.ctx is not None else ""
+        raise UserError(" ".join(err.format_message().split()) + where) from None
 
 
 class LazyGroup(click.Group):
     def parse_args(self, ctx, args):
-        try:
+        with _one_line_usage_errors():
             return super().parse_args(ctx, args)
-        except click.exceptions.NoArgsIsHelpError:
-            raise  # bare ``fastgt``: the help
-        except click.UsageError as err:
-            raise _one_line(err) from None
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
-        except click.exceptions.NoArgsIsHelpError:
-            raise
-        except click.UsageError as err:
-            raise _one_line(err) from None
+            with _one_line_usage_errors():
+                return super().invoke(ctx)
         except KeyboardInterrupt:  # Ctrl-C before a sweep's own handler (reading the spec,
             click.echo("interrupted", err=True)  # starting workers), or in another command:
             sys.exit(130)  # 130 as documented, not click's "Aborted!" and 1

@@ -267,8 +267,9 @@ class SampleProblem(Problem):
         x = np.asarray(x, dtype=np.float64)
         X = np.atleast_2d(x)
         w, out = self.weights, np.zeros(len(X))
-        buf = np.empty(_CHUNK)
         step = max(1, _CHUNK // min(_ROWS, len(self.y)))
+        # dense margins go here (a solver's single x: one block's worth, not 2 MB)
+        buf = None if self.sparse else np.empty(min(step, len(X)) * min(_ROWS, len(self.y)))
         for r0 in range(0, len(self.y), _ROWS):
             rows = slice(r0, r0 + _ROWS)
             A = self.A[rows]  # a view (dense) or a copy (CSR): once per block

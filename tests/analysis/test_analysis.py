@@ -162,7 +162,12 @@ def test_summary_title_says_what_was_run_and_what_the_bars_are(results, tmp_path
     assert "mean over seed, algorithm; error bars: 95% CI over 4 cells (Student t)" in mixed
     mixed = summary(cells[cells.seed == 0], x="n").axes[0].get_title()
     assert "mean over algorithm; error bars: 95% CI over 2 cells (Student t)" in mixed
-    # sigma2 only where a noise adds it
+    # sigma2 only where a noise adds it: figtext's light list is the noises of kind NONE
+    from fastgt.analysis.figtext import NO_SIGMA2
+    from fastgt.kernels.oracles import NONE
+    from fastgt.problems import NOISES
+
+    assert set(NO_SIGMA2) == {k for k, kind in NOISES.items() if kind == NONE}
     assert "sigma2 = 1" in title
     quiet = summary(cells.assign(noise="minibatch"), x="n", hue="algorithm")
     assert "sigma2" not in quiet.axes[0].get_title()

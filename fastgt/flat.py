@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 
 from .errors import FastGTError
+from .params import PARAMS, TOPO_RENAME
 from .problems import PROBLEMS, ProblemSpec, problem, problem_params
 from .topology import FAMILIES, MixingMatrix, family_params, topology
 
-#: Python name -> flat name, for topology families and for problems
-TOPO_RENAME = {"seed": "graph_seed", "W": "matrix"}
+#: Python name -> flat name, for problems (topology families: params.TOPO_RENAME)
 PROBLEM_RENAME = {"seed": "problem_seed"}
 
 
@@ -105,8 +105,6 @@ def table_topology(table, memo: dict | None = None):
     """A topology from one table ({"topology": "ring", "n": 16, ...} in the flat form, or
     its JSON text), or a built one as it is (topology_y, cycle's matrices)."""
     if isinstance(table, str):
-        from .params import PARAMS
-
         PARAMS["topology_y"].validate("topology_y", table)
         table = json.loads(table)
     if not isinstance(table, dict):
@@ -122,8 +120,6 @@ def _tables(tkw: dict, memo: dict | None = None) -> dict:
     if mats is None:
         return tkw
     if isinstance(mats, str):
-        from .params import PARAMS
-
         PARAMS["matrices"].validate("matrices", mats)
         mats = json.loads(mats)
     built = [table_topology(m, memo) if isinstance(m, dict) else m

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from functools import partial
 
-from .errors import bad, check_choice, check_float, check_int
+from .errors import FastGTError, bad, check_choice, check_float, check_int
 
 REQUIRED = inspect.Parameter.empty
 _KINDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
@@ -58,10 +58,13 @@ class Param:
         return None if self.choices is None else tuple(self.choices())
 
     def validate(self, name: str, value):
-        """The canonical value (floats as float, a list of tables as sorted JSON text), or
-        FastGTError naming what is allowed."""
+        """The canonical value (floats as float; a topology table, or a list of them, as
+        canonical_tables's sorted JSON text), or FastGTError naming what is allowed."""
+        if self.tables and isinstance(value, str) and self.is_value(_json(value)):
+            value = _json(value)
         if self.is_value(value):
-            value = json.dumps(value, sort_keys=True, separators=(",", ":"))
+            value = json.dumps(canonical_tables(name, value), sort_keys=True,
+                               separators=(",", ":"))
         ok = isinstance(value, self.kind) and not (self.kind is not bool and isinstance(value, bool))
         if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
             value, ok = float(value), True
@@ -118,6 +121,46 @@ def _weights():
 
 def _is_table(t) -> bool:
     return isinstance(t, dict) and isinstance(t.get("topology"), str)
+
+
+#: a topology family's Python parameter name -> its flat name (grid files, the CLI): the
+#: family's own seed is graph_seed, from_matrix's W is matrix
+TOPO_RENAME = {"seed": "graph_seed", "W": "matrix"}
+
+
+def canonical_tables(name: str, value):
+    """A topology table ({"topology": "ring", "n": 16, ...}), or a list of them, in one
+    spelling per matrix: each entry typed as its parameter declares (alpha = 1 is 1.0) and
+    left out where it equals the family's default, so that a grid's cells, and their ids,
+    are the same whether a table spells a default out or not (a table that sets no default
+    and types its numbers keeps its text, and its cells their ids). A key the family does
+    not take is an error naming the ones it does."""
+    if isinstance(value, list):
+        return [canonical_tables(name, t) for t in value]
+    if not _is_table(value):
+        return value  # not a topology table: the parameter's check says what is
+    from .topology import family_params
+
+    family = value["topology"]
+    check_choice(f"{name}'s topology", family, tuple(_families()))
+    defaults = {TOPO_RENAME.get(k, k): v for k, v in family_params(family).items()}
+    out = {"topology": family}
+    for key, val in value.items():
+        if key == "topology":
+            continue
+        if key not in defaults or key not in PARAMS:
+            raise FastGTError(f"{name}: {key} does not apply to topology {family!r}: allowed "
+                              f"{', '.join(defaults)}")
+        try:
+            val = PARAMS[key].validate(key, val)
+        except FastGTError as err:
+            raise FastGTError(f"{name}: {err}") from None
+        if PARAMS[key].tables:  # cycle's matrices inside a table: kept as a structure
+            val = json.loads(val)
+        default = defaults[key]
+        if not (type(val) is type(default) and val == default):
+            out[key] = val
+    return out
 
 
 def _json(text):

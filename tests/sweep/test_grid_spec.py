@@ -131,7 +131,11 @@ ERRORS = [
     ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 8}, {topology = "ring", n = 9}]\n',
      [], ["cell with", "matrix 1 has n=9"]),
     ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 8, prob = 0.5}]\n',
-     [], ["cell with", "prob does not apply to topology 'ring'"]),
+     [], ["line 3: matrices: prob does not apply to topology 'ring': allowed n, self_weight"]),
+    ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 1}]\n',
+     [], ["line 3: matrices: n=1 is invalid: allowed an integer >= 2"]),
+    ('[run]\ntopology = "ring"\nn = 8\n[[grid]]\ntopology_y = [{topology = "rign", n = 8}]\n',
+     [], ["line 5: topology_y's topology='rign' is invalid: allowed one of 'ring'"]),
     ('[run]\ntopology = "one_peer_exponential"\nn = 8\nalgorithm = "d2"\n', [],
      ["algorithm=d2", "d2 needs a static W"]),
 ]
@@ -257,6 +261,27 @@ def test_a_list_of_tables_is_one_value_and_a_list_of_them_an_axis():
     assert [c.id for c in again] == [c.id for c in cells]
 
 
+def test_a_table_spelling_defaults_out_is_the_same_cell_and_keeps_old_ids():
+    """A nested table's entries are typed and its family's defaults left out, as the run's
+    own are completed: the same matrix, the same cell id. Tables without defaults and with
+    typed numbers keep the ids of the sweeps made before (these two from commit 3120cb3)."""
+    ring = '[run]\ntopology = "ring"\nn = 8\ntopology_y = {topology = "ring", n = 8, %s}\n'
+    ids = {c.id for s in ("self_weight = 0.5", "self_weight = 0.5, lazy = false")
+           for c in G.parse_spec(ring % s).cells()}
+    assert ids == {"201e8105e9b8241c"}
+    cycle = ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 8%s}, '
+             '{topology = "complete", n = %s}]\n')
+    spelled = (", self_weight = 0.3333333333333333", "8, lazy = false")
+    ids = {G.parse_spec(cycle % s).cells()[0].id for s in (("", "8"), spelled)}
+    assert ids == {"b9d3d792339d64c0"}
+    interp = '[run]\ntopology = "ring"\nn = 8\ntopology_y = {topology = "interp_ring", n = 8, alpha = %s}\n'
+    assert G.parse_spec(interp % "1").cells()[0].id == G.parse_spec(interp % "1.0").cells()[0].id
+    assert G.parse_spec(interp % "1").cells()[0].id != G.parse_spec(interp % "0.5").cells()[0].id
+    cli = G.make_cell({"topology": "ring", "n": 8, "topology_y": '{"lazy": false, "n": 8, '
+                       '"topology": "ring", "self_weight": 0.5}'})  # JSON text, as the CLI gives
+    assert cli.id == "201e8105e9b8241c"
+
+
 def test_topology_y_is_a_table_and_a_list_of_tables_an_axis(tmp_path):
     text = ('[run]\ntopology = "ring"\nn = 8\nd = 2\nsteps = 20\nrecord_every = 10\n\n'
             '[[grid]]\ntopology_y = [{topology = "complete", n = 8}, '
@@ -294,5 +319,5 @@ def test_topology_y_for_an_algorithm_without_tracking_is_refused_before_running(
     spec.write_text('[run]\ntopology = "ring"\nn = 8\n[[grid]]\nalgorithm = "gt"\n'
                     'topology_y = [{topology = "ring", n = 8, slef_weight = 0.5}]\n')
     res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "out")])
-    assert res.exit_code == 2 and f"{spec} line 6: cell with" in res.output
-    assert "slef_weight does not apply to topology 'ring'" in res.output
+    assert res.exit_code == 2 and f"{spec} line 6: topology_y: slef_weight does not apply to " \
+        "topology 'ring'" in res.output

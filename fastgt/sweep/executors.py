@@ -130,16 +130,49 @@ _forkserver_threads: int | None = None
 
 def _mp_context(threads: int):
     """forkserver (fastgt imported once in the server, workers forked from it) when it is
-    available and was started for this thread count; spawn otherwise."""
+    available and was started for this thread count; spawn otherwise. The server starts
+    here, ignoring Ctrl-C from its first instruction, as the workers forked from it then do
+    (the driver stops them): it ignored SIGINT only once its imports were done, and a Ctrl-C
+    during them printed its traceback under the driver's "interrupted"."""
     import multiprocessing as mp
+    import multiprocessing.forkserver
+    import signal
+    import threading
 
     global _forkserver_threads
     if "forkserver" in mp.get_all_start_methods() and _forkserver_threads in (None, threads):
         _forkserver_threads = threads
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(["fastgt.sweep.cellrun"])
+        if threading.current_thread() is threading.main_thread():
+            # an ignored signal stays ignored across exec (a handled one does not); the
+            # driver ignores it only while the server is spawned, not while it starts up
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                multiprocessing.forkserver.ensure_running()
+            finally:
+                signal.signal(signal.SIGINT, previous)
         return ctx
     return mp.get_context("spawn")
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Ctrl-C inside the block raises KeyboardInterrupt at its end (main thread only)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 class LocalBackend:
@@ -157,10 +190,18 @@ class LocalBackend:
             self.pool = cf.ProcessPoolExecutor(self.workers, initializer=worker_init,
                                                initargs=(os.getpid(),),
                                                mp_context=_mp_context(self.threads))
-            # start every worker while the environment is set: each submit starts a process
-            # as long as none is idle, and none can be idle before its first task is done
-            for fut in [self.pool.submit(ping) for _ in range(self.workers)]:
-                fut.result()
+            try:
+                # start every worker while the environment is set: each submit starts a
+                # process as long as none is idle, and none can be idle before its first
+                # task is done. A Ctrl-C waits for the starts: one cut short left a child
+                # outside the pool that printed a traceback once the driver had gone
+                with _sigint_deferred():
+                    futures = [self.pool.submit(ping) for _ in range(self.workers)]
+                for fut in futures:
+                    fut.result()
+            except BaseException:
+                self.close(terminate=True)
+                raise
 
     def submit(self, *args):
         """Run ``run_cells(*args)`` in a worker."""

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -263,6 +264,35 @@ def test_ctrl_c_stops_cleanly(tmp_path):
     n = len(_done(out))
     time.sleep(1.5)
     assert len(_done(out)) == n < 40, n
+
+
+def _forkserver_of(pid: int) -> bool:
+    """Whether process ``pid`` has started its multiprocessing forkserver (Linux's /proc)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and \
+                    b"forkserver" in (entry / "cmdline").read_bytes():
+                return True
+        except (OSError, ValueError, IndexError):
+            continue
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
+def test_ctrl_c_while_the_workers_start_prints_one_line(tmp_path):
+    """Ctrl-C to the whole process group, as a terminal sends it, while the worker server
+    imports fastgt: the driver's one line, no traceback from the server (it ignored SIGINT
+    only once its imports were done) nor from a worker whose start was cut short."""
+    proc = _start(_spec(tmp_path, STEPS, 4), tmp_path / "out", 2)
+    t0 = time.time()
+    while not _forkserver_of(proc.pid) and proc.poll() is None and time.time() - t0 < 60:
+        time.sleep(0.002)
+    time.sleep(0.02)  # its imports take about a second
+    os.killpg(proc.pid, signal.SIGINT)
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130 and err.splitlines() == [
+        "interrupted: finished cells are kept; rerun the command to complete"], err
 
 
 def test_concurrent_sweeps_never_compute_a_cell_twice(tmp_path):

@@ -115,15 +115,28 @@ class Plan:
     topology_y: object = None
 
 
+def built_problem(spec, n: int, d: int | None):
+    """The instance of problem ``spec`` on n nodes in dimension d (None: PARAMS' default),
+    or in a data file's own d, which a d given beside it must equal (one-line FastGTError)."""
+    default = d is None
+    d = check_int("d", PARAMS["d"].default if default else d, 1)
+    prob = spec.build(n, d)
+    if prob.d != d and not default:
+        raise FastGTError(f"d={d} does not apply to data={spec.params.get('data')!r}: its d is "
+                          f"the file's, {prob.d} (leave d out)")
+    return prob
+
+
 def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
-            noise: str = "gaussian", d: int = 100, steps: int = 1000, record_every: int = 100,
+            noise: str = "gaussian", d: int | None = None, steps: int = 1000,
+            record_every: int = 100,
             parallel: str = "auto", local_steps: int = 1, allow_unstable: bool = False,
             topology_y=None, dtype: str = "float64") -> Plan:
     """Check every argument (one-line FastGTError) and build the problem instance; see
     fastgt.run_batch for their meaning."""
     t_start = time.perf_counter()
     algo = get_algorithm(algorithm)
-    d = check_int("d", d, 1)
+    given, d = d, check_int("d", PARAMS["d"].default if d is None else d, 1)  # given: as built_problem takes it
     steps = check_int("steps", steps, 1)
     record_every = check_int("record_every", record_every, 1)
     local_steps = 1 if local_steps is None else PARAMS["local_steps"].validate("local_steps",
@@ -141,7 +154,7 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
             if refusal:
                 raise FastGTError(refusal)
     wy = checked_topology_y(topology_y, algo, parsed[0].W.n)
-    prob = spec.build(parsed[0].W.n, d)
+    prob = built_problem(spec, parsed[0].W.n, given)
     if prob.d != d:  # a data file fixes d
         d = prob.d
         parsed = [_parse_cell(c, noise, d) for c in cells]

@@ -63,6 +63,8 @@ def split(topo_name: str | None, prob_name: str | None, params: dict) -> tuple[d
     to_prob = {v: k for k, v in PROBLEM_RENAME.items()}
     tkw, pkw = {}, {}
     for key, val in params.items():
+        if key in PARAMS and isinstance(val, (bool, int, float, str)):
+            val = PARAMS[key].validate(key, val)  # under its flat name (problem_seed=-1)
         if key in topo:
             tkw[to_topo.get(key, key)] = val
         elif key in prob:

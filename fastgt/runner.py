@@ -15,7 +15,7 @@ __all__ = ["CELL_KEYS", "METRICS", "RunResult", "run", "run_batch"]
 
 
 def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, problem="quadratic",
-        noise: str = "gaussian", sigma2: float = 1.0, d: int = 100, stepsize: float = 0.01,
+        noise: str = "gaussian", sigma2: float = 1.0, d: int | None = None, stepsize: float = 0.01,
         steps: int = 1000, record_every: int = 100, seed: int = 0, x0=None,
         threads: int | None = None, progress=None, local_steps: int = 1,
         allow_unstable: bool = False, topology_y=None, dtype: str = "float64",
@@ -29,7 +29,8 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     parameters flat as well: ``zeta=``, ``problem_seed=``) or ``fastgt.problem(...)``.
     noise: "gaussian" (Setup A), "structured" (Setup B) or "none", with
     (1/n) sum_i E||noise_i||^2 = sigma2. x0: (n, d) initial iterates (default i.i.d.
-    N(0, 1) from ``seed``). threads: numba threads (default: all, or 1 for runs below
+    N(0, 1) from ``seed``). d: the dimension, default 100; a problem with a data file has
+    the file's (a d given beside it that differs is refused). threads: numba threads (default: all, or 1 for runs below
     ``config.SMALL_RUN`` node-dimensions, where a second thread slows each step down; the
     numbers never depend on it). progress: optional callable(steps_done) after each record.
     local_steps: communicate on every k-th step only (t + 1 divisible by k), mixing with
@@ -62,7 +63,8 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
 
 
 def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",
-              noise: str = "gaussian", d: int = 100, steps: int = 1000, record_every: int = 100,
+              noise: str = "gaussian", d: int | None = None, steps: int = 1000,
+              record_every: int = 100,
               threads: int | None = None, progress=None, parallel: str = "auto",
               local_steps: int = 1, allow_unstable: bool = False,
               topology_y=None, dtype: str = "float64", **unknown) -> list[RunResult]:

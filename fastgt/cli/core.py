@@ -78,6 +78,9 @@ def run_cmd(threads, out, quiet, **kw):
 
     Example: fastgt run --algorithm gt --topology ring --n 300 --steps 20000 --out trace.parquet
     """
+    from click.core import ParameterSource
+
+    from ..engine import built_problem
     from ..flat import build
     from ..runner import run
 
@@ -85,7 +88,9 @@ def run_cmd(threads, out, quiet, **kw):
         check_file("--out", out)
     params = flat_params(kw, "topology") | flat_params(kw, "problem")
     W, prob = build(kw.pop("topology"), kw.pop("problem"), params)
-    _check_file_d(prob, W.n, kw["d"])
+    if click.get_current_context().get_parameter_source("d") is ParameterSource.DEFAULT:
+        kw["d"] = None  # a data file's own, else the default
+    built_problem(prob, W.n, kw["d"])  # a --d beside a data file: refused before the bar
     bar = progress = None
     if not quiet:
         from tqdm import tqdm
@@ -107,20 +112,6 @@ def run_cmd(threads, out, quiet, **kw):
         raise ResultError(f"the run diverged at step {s['diverged_step']}: "
                           f"{s['diverged_reason']}"
                           f"{_stable_hint(W, kw['algorithm'], prob, kw['local_steps'] or 1, kw['topology_y'])}")
-
-
-def _check_file_d(spec, n: int, d: int) -> None:
-    """A data file fixes d: a --d given beside it that differs is an error, not ignored."""
-    from click.core import ParameterSource
-
-    data = spec.params.get("data", "synthetic")
-    if data == "synthetic" or click.get_current_context().get_parameter_source(
-            "d") is ParameterSource.DEFAULT:
-        return
-    file_d = spec.build(n, d).d  # read once: the run's build finds it kept
-    if file_d != d:
-        raise FastGTError(f"--d {d} does not apply to --data {data}: its d is the file's, "
-                        f"{file_d} (leave --d out)")
 
 
 def _print_summary(summary: dict) -> None:

@@ -14,7 +14,9 @@ from ..errors import FastGTError
 #: suffixes read as npz / Parquet; any other file is read as LIBSVM text
 NPZ, PARQUET = (".npz",), (".parquet", ".pq")
 LABEL_COLUMNS = ("y", "label")
-_SPARSE_KEYS = ("data", "indices", "indptr", "shape", "format")
+#: the arrays scipy.sparse.save_npz writes: always, and by format (compressed or COO)
+_SPARSE_KEYS = ("data", "shape", "format")
+_SPARSE_INDEX = {"csr": ("indices", "indptr"), "csc": ("indices", "indptr"), "coo": ("row", "col")}
 
 
 def read_file(path: str) -> tuple:
@@ -39,7 +41,11 @@ def read_file(path: str) -> tuple:
         raise FastGTError(f"data={path!r} is not a readable {kind} file ({msg})") from None
     import scipy.sparse as sps
 
-    y = np.asarray(y, dtype=np.float64).ravel()
+    y = np.asarray(y)
+    if not (np.issubdtype(y.dtype, np.number) or y.dtype == np.bool_):
+        raise FastGTError(f"data={path!r} has labels of type {y.dtype} ({y.ravel()[:1]}...): "
+                          "allowed numbers (+-1 or 0/1 for classification)")
+    y = y.astype(np.float64).ravel()
     if X.shape[0] != y.shape[0] or X.shape[0] == 0:
         raise FastGTError(f"data={path!r} has {X.shape[0]} feature rows and {y.shape[0]} labels:"
                           " allowed as many labels as rows, at least one")
@@ -61,8 +67,13 @@ def _npz(path):
         if set(_SPARSE_KEYS) <= keys:
             fmt = z["format"].item()
             fmt = fmt.decode() if isinstance(fmt, bytes) else str(fmt)
-            if fmt not in ("csr", "csc", "coo"):
-                raise FastGTError(f"data={path!r} stores a {fmt} matrix: allowed csr, csc, coo")
+            if fmt not in _SPARSE_INDEX:
+                raise FastGTError(f"data={path!r} stores a {fmt} matrix: allowed "
+                                  f"{', '.join(_SPARSE_INDEX)}")
+            if not set(_SPARSE_INDEX[fmt]) <= keys:
+                raise FastGTError(f"data={path!r} stores a {fmt} matrix without its arrays "
+                                  f"{', '.join(_SPARSE_INDEX[fmt])}: allowed what "
+                                  "scipy.sparse.save_npz writes, with y added")
             if fmt == "coo":
                 X = sps.coo_matrix((z["data"], (z["row"], z["col"])), shape=tuple(z["shape"]))
             else:
@@ -82,10 +93,12 @@ def _parquet(path):
     import pandas as pd
 
     df = pd.read_parquet(path)
-    label = next((c for c in LABEL_COLUMNS if c in df.columns), None)
-    if label is None:
-        raise FastGTError(f"data={path!r} has no label column: allowed a column named "
-                          f"{' or '.join(LABEL_COLUMNS)}")
+    labels = [c for c in LABEL_COLUMNS if c in df.columns]
+    if len(labels) != 1:  # two: either could be the other's features (a leak)
+        raise FastGTError(f"data={path!r} has {len(labels) or 'no'} label columns"
+                          f"{' (' + ', '.join(labels) + ')' if labels else ''}: allowed one "
+                          f"column named {' or '.join(LABEL_COLUMNS)}")
+    label = labels[0]
     feats = df.drop(columns=[label])
     bad_cols = [c for c in feats.columns if not pd.api.types.is_numeric_dtype(feats[c])]
     if bad_cols or feats.shape[1] == 0:

@@ -12,6 +12,7 @@ import functools
 import importlib
 import inspect
 import json
+import os
 import pkgutil
 from dataclasses import dataclass, field
 
@@ -86,8 +87,9 @@ class ProblemSpec:
         """The instance; the last few built are kept (a problem with data reads, splits
         and solves once per process, however many runs use it)."""
         builder = PROBLEMS[self.name]
-        try:
-            key = (builder, json.dumps([self.params, n, d], sort_keys=True))
+        try:  # a parameter naming a file (data=): with its size and time, read again when it changes
+            stamps = [_stamp(v) for v in self.params.values() if isinstance(v, str)]
+            key = (builder, json.dumps([self.params, n, d, stamps], sort_keys=True))
         except TypeError:  # array parameters: built each time (cheap: drawn quadratics)
             return builder(n, d, **self.params)
         if key not in _BUILT:
@@ -97,7 +99,16 @@ class ProblemSpec:
         return _BUILT[key]
 
 
-#: instances built, by (builder, parameters, n, d), oldest first
+def _stamp(value: str) -> list | None:
+    """A file's size and modification time, if ``value`` names one."""
+    try:
+        st = os.stat(value)
+    except (OSError, ValueError):
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+#: instances built, by (builder, parameters, n, d, files' stamps), oldest first
 _BUILT: dict = {}
 _KEEP = 4
 

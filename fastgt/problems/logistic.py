@@ -3,12 +3,12 @@ f_i(x) = 1/m_i sum_j log(1 + exp(-y_ij a_ij^T x)) + reg/2 ||x||^2, labels +-1.""
 
 from __future__ import annotations
 
-from .samples import SampleProblem, build
+from .samples import LABEL_NOISE, SAMPLES, SPLIT_ALPHA, SampleProblem, build
 
 
-def logistic(n: int, d: int, data: str = "synthetic", samples: int = 100, split: str = "iid",
-             split_alpha: float = 1.0, batch_size: int = 1, reg: float = 0.01,
-             label_noise: float = 0.1, seed: int = 0) -> SampleProblem:
+def logistic(n: int, d: int, data: str = "synthetic", samples: int = SAMPLES, split: str = "iid",
+             split_alpha: float = SPLIT_ALPHA, batch_size: int = 1, reg: float = 0.01,
+             label_noise: float = LABEL_NOISE, seed: int = 0) -> SampleProblem:
     """Node i's labelled rows of a data set split across the nodes (``split``: iid,
     dirichlet with ``split_alpha``, sorted by label). ``data="synthetic"``: ``samples`` rows
     per node, a ~ N(0, I/d), y = sign(a^T x_planted) flipped with probability

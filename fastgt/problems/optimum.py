@@ -3,7 +3,8 @@ on the whole data set: scipy's L-BFGS-B, then, up to d = DIRECT_MAX, exact polis
 (least squares: one regularized least-squares solve; otherwise Newton steps on the exact
 Hessian while it is positive definite), so that ||grad f(x*)|| is at rounding level and f*
 is exact to far better than 1e-10 relative. A point whose gradient is not small is
-refused (e.g. logistic regression on separable data without reg: no minimizer)."""
+refused, and so is logistic regression without reg on separable data (no minimizer: f
+tends to 0 along a separating direction, and the solver's point has a tiny gradient)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ def solve(prob) -> np.ndarray:
     x = _lbfgs(prob)
     if prob.d <= DIRECT_MAX:
         x = _least_squares(prob) if prob.loss_code == 0 and prob.rkind == 0 else _newton(prob, x)
+    if prob.loss_code == 1 and prob.rkind == 0 and prob.reg == 0 and \
+            float(prob.f(x)) < np.log(2) * float(prob.weights.min()):
+        # every margin is positive at x (a row with margin <= 0 alone adds w_s log 2): the
+        # data are separable, f -> 0 along x, and no finite point attains it
+        raise FastGTError(f"{prob.name} with reg = 0 has no minimizer on these data: they are "
+                          "linearly separable (f -> 0 as ||x|| grows); allowed reg > 0")
     g0 = max(1.0, float(np.linalg.norm(prob.full_grad(np.zeros(prob.d)))))
     gn = float(np.linalg.norm(prob.full_grad(x)))
     if not gn <= GRAD_TOL * g0:

@@ -37,6 +37,9 @@ from ..kernels.rounding import fma, prefetch_row, prefetch_span
 from . import optimum_cache
 from .base import SAMPLED, Problem, rounded
 
+#: the data problems' defaults of the parameters that apply only to some data: split_alpha
+#: (split="dirichlet"), samples and label_noise (data="synthetic")
+SPLIT_ALPHA, SAMPLES, LABEL_NOISE = 1.0, 100, 0.1
 LOSSES = {"squared": 0, "logistic": 1}
 REGULARIZERS = {"l2": 0, "nonconvex": 1}
 #: rows of a gradient prefetched ahead of the one being summed (measured: 1 -> 4 halves
@@ -381,6 +384,16 @@ def build(name: str, n: int, d: int, loss: str, rkind: str, data: str, samples: 
     if not isinstance(data, str) or not data:
         raise FastGTError(f"data={data!r} is invalid: allowed 'synthetic' or the path of a "
                           "LIBSVM, .npz or .parquet file")
+    if split != "dirichlet" and split_alpha != SPLIT_ALPHA:  # else silently the same split
+        raise FastGTError(f"split_alpha={split_alpha:g} applies to split='dirichlet' only: "
+                          f"with split={split!r}, leave it out (a grid: give it in a [[grid]] "
+                          "table with split = \"dirichlet\")")
+    if data != "synthetic":
+        for key, val, default in (("samples", samples, SAMPLES),
+                                  ("label_noise", label_noise, LABEL_NOISE)):
+            if val != default:
+                raise FastGTError(f"{key}={val:g} applies to data='synthetic' only: the rows "
+                                  f"and labels of data={data!r} are the file's; leave it out")
     classification = loss == "logistic"
     rng = np.random.default_rng([seed, 0xDA7A])
     if data == "synthetic":

@@ -34,9 +34,11 @@ def run_arguments(params: dict, topologies: dict | None = None) -> dict:
 
     topologies: a memo of built mixing matrices (cells of one task often share one, and with
     it its spectrum and theory eigenvalues)."""
-    keys = ("algorithm", "noise", "sigma2", "d", "stepsize", "steps", "record_every", "seed")
+    keys = ("algorithm", "noise", "sigma2", "stepsize", "steps", "record_every", "seed")
     return {"topology": cell_topology(params, topologies), "problem": cell_problem(params),
             **{k: params[k] for k in keys},
+            # a data file's d is the file's (the grid refused any other before running)
+            "d": params["d"] if params.get("data", "synthetic") == "synthetic" else None,
             "local_steps": params.get("local_steps", 1),
             "allow_unstable": params.get("allow_unstable", False),
             "dtype": params.get("dtype", "float64"),

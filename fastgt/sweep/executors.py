@@ -458,7 +458,11 @@ class _Pending:
 
     def add(self, cells: list, results: list, token: str) -> None:
         for cell, (row, trace, meta) in zip(cells, results):
-            self.results.append((cell.id, cell.params, row, trace, {**meta, "sweep": self.sweep}))
+            # the columns show what ran (a data file's d, not the grid's default); the
+            # provenance keeps the cell's parameters, those of its id
+            ran = {"d": meta["run_config"]["d"]} if "run_config" in meta else {}
+            self.results.append((cell.id, {**cell.params, **ran}, row, trace,
+                                 {**meta, "sweep": self.sweep, "params": cell.params}))
             self.rows += 0 if trace is None else len(trace)
         self.tokens.append(token)
         self.since = time.monotonic() if self.since is None else self.since

@@ -186,7 +186,8 @@ class Store:
 
     def write(self, results: list) -> str | None:
         """Write finished cells as one part: ``results`` = [(id, params, row, trace, meta)]
-        (trace: {column: array} or a DataFrame, or None; meta: the cell's provenance);
+        (trace: {column: array} or a DataFrame, or None; meta: the cell's provenance, whose
+        "params", if any, are the provenance's instead of ``params``);
         traces first, then cells, each atomically. Returns the part's name (None if
         ``results`` is empty)."""
         if not results:
@@ -196,7 +197,7 @@ class Store:
         if traces is not None:
             self._put("traces", name, traces)
         rows = [{"id": cid, **params, **row,
-                 "provenance": json.dumps({**meta, "params": params}, default=str)}
+                 "provenance": json.dumps({"params": params, **meta}, default=str)}
                 for cid, params, row, _, meta in results]
         self._put("cells", name, declared_table(columns_of(rows), len(rows), CELL_SCHEMA))
         self._ids[name] = [r[0] for r in results]

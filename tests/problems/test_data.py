@@ -1,6 +1,7 @@
 """Data files (LIBSVM, .npz dense and sparse, Parquet) written here and read back
 identically; splits across nodes; every bad input as a one-line error naming it."""
 
+import os
 import re
 
 import numpy as np
@@ -30,9 +31,14 @@ def test_libsvm_npz_and_parquet_read_back_identically(tmp_path):
     with np.load(tmp_path / "s.npz") as z:
         np.savez(tmp_path / "s.npz", **z, y=y)
     np.savez(tmp_path / "d.npz", X=X.toarray(), y=y)
+    sps.save_npz(tmp_path / "c.npz", X.tocoo())
+    with np.load(tmp_path / "c.npz") as z:
+        assert z["format"].item() in ("coo", b"coo")
+        np.savez(tmp_path / "c.npz", **z, y=y)
     pd.DataFrame({**{f"f{k}": X.toarray()[:, k] for k in range(6)}, "label": y}).to_parquet(
         tmp_path / "p.parquet")
-    for name, sparse in (("a.svm", True), ("s.npz", True), ("d.npz", False), ("p.parquet", False)):
+    for name, sparse in (("a.svm", True), ("s.npz", True), ("c.npz", True), ("d.npz", False),
+                         ("p.parquet", False)):
         A, labels = read_file(str(tmp_path / name))
         assert sps.issparse(A) == sparse, name
         np.testing.assert_array_equal(A.toarray() if sparse else A, X.toarray(), err_msg=name)
@@ -122,6 +128,15 @@ def test_bad_files_and_shapes(tmp_path):
     pd.DataFrame({"a": [1.0, 2.0]}).to_parquet(tmp_path / "nolabel.parquet")
     with pytest.raises(FastGTError, match="label column"):
         read_file(str(tmp_path / "nolabel.parquet"))
+    pd.DataFrame({"a": [1.0, 2.0], "y": [1, -1], "label": [-1, 1]}).to_parquet(
+        tmp_path / "two.parquet")  # either could be the other's feature: a label leak
+    with pytest.raises(FastGTError, match=r"has 2 label columns \(y, label\): allowed one"):
+        read_file(str(tmp_path / "two.parquet"))
+    pd.DataFrame({"a": [1.0, 2.0], "y": ["cat", "dog"]}).to_parquet(tmp_path / "str.parquet")
+    np.savez(tmp_path / "str.npz", X=np.eye(2), y=np.array(["cat", "dog"]))
+    for name in ("str.parquet", "str.npz"):
+        with pytest.raises(FastGTError, match="has labels of type .*: allowed numbers"):
+            read_file(str(tmp_path / name))
     np.savez(tmp_path / "nan.npz", X=np.full((3, 2), np.nan), y=np.ones(3))
     with pytest.raises(FastGTError, match="NaN"):
         read_file(str(tmp_path / "nan.npz"))
@@ -167,7 +182,63 @@ def test_the_cli_takes_the_problem_and_refuses_bad_data(tmp_path):
             str(path), "--steps", "5", "--quiet"]
     wrong = CliRunner().invoke(main, [*base, "--d", "50"])
     assert wrong.exit_code == 2 and wrong.output.strip() == (
-        f"Error: --d 50 does not apply to --data {path}: its d is the file's, 6 (leave --d "
+        f"Error: d=50 does not apply to data={str(path)!r}: its d is the file's, 6 (leave d "
         "out)")
     for d in ([], ["--d", "6"]):
         assert CliRunner().invoke(main, [*base, *d]).exit_code == 0
+    with pytest.raises(FastGTError, match="d=50 does not apply to data="):  # Python alike
+        fastgt.run(topology="ring", n=3, problem="logistic", data=str(path), d=50, steps=2)
+    assert fastgt.run(topology="ring", n=3, problem="logistic", data=str(path), d=6,
+                      steps=2).config["d"] == 6
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"split": "iid", "split_alpha": 0.3}, "split_alpha=0.3 applies to split='dirichlet' only"),
+    ({"split": "sorted", "split_alpha": 5.0}, "split_alpha=5 applies to split='dirichlet' only"),
+    ({"samples": 10}, "samples=10 applies to data='synthetic' only"),
+    ({"label_noise": 0.3}, "label_noise=0.3 applies to data='synthetic' only"),
+])
+def test_a_parameter_the_split_or_data_ignore_is_refused(tmp_path, kw, words):
+    """Given with a split or a data file that does not use it, it would be recorded and
+    silently ignored (a grid over it: identical cells under different ids)."""
+    path = tmp_path / "six.npz"
+    np.savez(path, X=np.eye(6), y=np.arange(6) % 2)
+    data = {} if "split" in kw else {"data": str(path)}
+    with pytest.raises(FastGTError, match=re.escape(words)):
+        fastgt.problem("logistic", **data, **kw).build(3, 2)
+    fastgt.problem("logistic", split="dirichlet", split_alpha=0.3).build(3, 2)
+    fastgt.problem("logistic", samples=10, label_noise=0.3).build(3, 2)
+
+
+def test_a_data_file_changed_on_disk_is_read_again(tmp_path):
+    """Instances are kept per process (a sweep's cells share one): keyed by the file's size
+    and time too, so that a notebook that rewrites its data gets the new rows."""
+    path = tmp_path / "d.npz"
+    X, y = _data()
+    np.savez(path, X=X.toarray(), y=y)
+    spec = fastgt.problem("logistic", data=str(path))
+    first = spec.build(4, 1)
+    assert spec.build(4, 1) is first
+    np.savez(path, X=3 * X.toarray(), y=y)
+    os.utime(path, ns=(0, os.stat(path).st_mtime_ns + 10**9))  # a newer time, whatever the clock
+    again = spec.build(4, 1)
+    np.testing.assert_array_equal(again.A, 3 * first.A)  # the same split of the new rows
+    assert again.fstar != first.fstar
+
+
+def test_separable_data_without_reg_have_no_minimizer_and_are_refused(tmp_path):
+    """Logistic loss on linearly separable rows tends to 0 along a separating direction:
+    with reg = 0 no point attains it, and the solver's far-out point (tiny gradient) would
+    be a meaningless x*. Overlapping classes have one (f* >= a row's weight x log 2)."""
+    g = np.random.default_rng(5)
+    X = g.normal(size=(40, 3))
+    y = np.sign(X[:, 0] + 0.1)
+    np.savez(tmp_path / "sep.npz", X=X, y=y)
+    y[:4] = -y[:4]  # overlapping classes (with this seed): a minimizer
+    np.savez(tmp_path / "overlap.npz", X=X, y=y)
+    sep, overlap = str(tmp_path / "sep.npz"), str(tmp_path / "overlap.npz")
+    with pytest.raises(FastGTError, match="reg = 0 has no minimizer on these data: they are "
+                                          "linearly separable"):
+        _ = fastgt.problem("logistic", data=sep, reg=0.0).build(4, 1).fstar
+    assert fastgt.problem("logistic", data=sep, reg=0.01).build(4, 1).fstar > 0
+    assert fastgt.problem("logistic", data=overlap, reg=0.0).build(4, 1).fstar > 0

@@ -115,8 +115,8 @@ def test_objective_in_blocks_and_at_large_margins(name, sparse, tmp_path, monkey
     loops, at margins from 0.1 to ~1e3 (where exp(-y z) overflows unless written stably)."""
     monkeypatch.setattr(samples, "_ROWS", 7)
     monkeypatch.setattr(samples, "_CHUNK", 20)
-    data = _sparse_file(tmp_path)[0] if sparse else "synthetic"
-    inst = fastgt.problem(name, data=data, samples=5, reg=0.3, seed=2).build(6, 7)
+    data = {"data": _sparse_file(tmp_path)[0]} if sparse else {"samples": 5}
+    inst = fastgt.problem(name, **data, reg=0.3, seed=2).build(6, 7)
     assert len(inst.y) > 3 * samples._ROWS and inst.sparse == sparse
     scale = np.array([0.1, 1.0, 10.0, 300.0, -300.0])[:, None]
     X = np.random.default_rng(3).normal(size=(5, inst.d)) * scale

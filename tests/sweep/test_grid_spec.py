@@ -228,6 +228,24 @@ def test_a_data_file_with_fewer_rows_than_nodes_fails_before_anything_runs(tmp_p
     assert len(G.parse_spec(text + "d = 3\n").cells()) == 1
 
 
+def test_a_data_files_cells_show_its_d(tmp_path):
+    """A cell's d column (cells and traces) is the d that ran, a data file's; its id and
+    provenance keep the grid's parameters (d's default among them)."""
+    path = tmp_path / "tiny.npz"
+    np.savez(path, X=np.arange(30.0).reshape(10, 3) % 7, y=np.arange(10) % 2)
+    spec = tmp_path / "g.toml"
+    spec.write_text(f'[run]\ntopology = "ring"\nn = 5\nproblem = "logistic"\ndata = "{path}"\n'
+                    'noise = "full"\nsteps = 20\nrecord_every = 10\n')
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "o"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    cells, traces = fastgt.load(tmp_path / "o")
+    assert cells["d"].tolist() == [3] and set(traces["d"]) == {3}
+    (cell,) = G.load_spec(spec).cells()
+    store = fastgt.sweep.storage.Store(tmp_path / "o", create=False)
+    assert store.provenance(cell.id)["params"] == cell.params and cell.params["d"] == 100
+    assert fastgt.load(tmp_path / "o", where={"d": 3})[0]["id"].tolist() == [cell.id]
+
+
 def test_a_disconnected_random_graph_is_a_cell_not_a_spec_error():
     """erdos_renyi(n=12, prob=0.3) is disconnected for graph_seed 2 only: the spec is fine,
     that cell fails when it runs (tests/sweep/test_sweep.py), and fastgt.topology still refuses it."""

@@ -5,7 +5,7 @@ grid files, the CLI and ``fastgt.run(topology="ring", n=30, ...)`` take them.
 A family's or problem's own ``seed`` is ``graph_seed`` / ``problem_seed`` in the flat form
 (the run has its own ``seed``), and from_matrix's ``W`` is ``matrix``. cycle's ``matrices``
 may hold topology tables (``{"topology": "ring", "n": 16}``, or their JSON text: a grid
-file's form), each built here.
+file's form), which fastgt.topology builds.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 
 from .errors import FastGTError
-from .params import PARAMS, TOPO_RENAME
+from .params import PARAMS
 from .problems import PROBLEMS, ProblemSpec, problem, problem_params
-from .topology import FAMILIES, MixingMatrix, family_params, topology
+from .topology import FAMILIES, TOPO_RENAME, MixingMatrix, family_params, topology
 
-#: Python name -> flat name, for problems (topology families: params.TOPO_RENAME)
+#: Python name -> flat name, for problems (topology families: topology.TOPO_RENAME)
 PROBLEM_RENAME = {"seed": "problem_seed"}
 
 
@@ -96,10 +96,10 @@ def flat_topology(name: str, params: dict, memo: dict | None = None) -> MixingMa
     one, and with it its spectrum)."""
     tkw = split(name, None, params)[0]
     if memo is None:
-        return topology(name, **_tables(tkw, memo))
+        return topology(name, **_tables(tkw))
     key = (name, tuple(sorted(tkw.items())))
     if key not in memo:
-        memo[key] = topology(name, **_tables(tkw, memo))
+        memo[key] = topology(name, **_tables(tkw))
     return memo[key]
 
 
@@ -115,18 +115,15 @@ def table_topology(table, memo: dict | None = None):
     return flat_topology(table.get("topology"), rest, memo)
 
 
-def _tables(tkw: dict, memo: dict | None = None) -> dict:
-    """tkw with cycle's ``matrices`` built: a topology table (or the JSON text of a list of
-    them) becomes its topology; built matrices and arrays pass as they are."""
+def _tables(tkw: dict) -> dict:
+    """tkw with cycle's ``matrices`` as topology takes them: the JSON text of a list of
+    topology tables (a grid's form) parsed; topology builds each table (not validated
+    alone: a step of a cycle need not contract), built matrices and arrays pass."""
     mats = tkw.get("matrices")
-    if mats is None:
+    if not isinstance(mats, str):
         return tkw
-    if isinstance(mats, str):
-        PARAMS["matrices"].validate("matrices", mats)
-        mats = json.loads(mats)
-    built = [table_topology(m, memo) if isinstance(m, dict) else m
-             for m in (mats if isinstance(mats, list) else [mats])]
-    return {**tkw, "matrices": built}
+    PARAMS["matrices"].validate("matrices", mats)
+    return {**tkw, "matrices": json.loads(mats)}
 
 
 def flat_problem(name: str, params: dict) -> ProblemSpec:

@@ -123,11 +123,6 @@ def _is_table(t) -> bool:
     return isinstance(t, dict) and isinstance(t.get("topology"), str)
 
 
-#: a topology family's Python parameter name -> its flat name (grid files, the CLI): the
-#: family's own seed is graph_seed, from_matrix's W is matrix
-TOPO_RENAME = {"seed": "graph_seed", "W": "matrix"}
-
-
 def canonical_tables(name: str, value):
     """A topology table ({"topology": "ring", "n": 16, ...}), or a list of them, in one
     spelling per matrix: each entry typed as its parameter declares (alpha = 1 is 1.0) and
@@ -139,7 +134,7 @@ def canonical_tables(name: str, value):
         return [canonical_tables(name, t) for t in value]
     if not _is_table(value):
         return value  # not a topology table: the parameter's check says what is
-    from .topology import family_params
+    from .topology import TOPO_RENAME, family_params
 
     family = value["topology"]
     check_choice(f"{name}'s topology", family, tuple(_families()))

@@ -35,15 +35,20 @@ class Noise:
     dv: int  # coordinates k < dv follow v
 
 
+def check_noise_topology(name: str, W) -> None:
+    """One-line FastGTError unless noise ``name`` can run on topology W."""
+    if NOISES[name] == STRUCTURED and not W.static:
+        raise FastGTError(f"noise='structured' follows W's extreme eigenvectors: it needs a "
+                          f"static topology, not {W.name}; allowed noise: none, gaussian")
+
+
 def make_noise(name: str, sigma2: float, d: int, W) -> Noise:
     check_choice("noise", name, tuple(NOISES))
     sigma2 = check_float("sigma2", sigma2, 0.0)
     kind = NOISES[name]  # sigma2 = 0 keeps the kind (scale 0): cells of a batch may differ in sigma2
     uv = np.zeros((2, 1))
+    check_noise_topology(name, W)
     if kind == STRUCTURED:
-        if not W.static:
-            raise FastGTError(f"noise='structured' follows W's extreme eigenvectors: it needs "
-                              f"a static topology, not {W.name}; allowed noise: none, gaussian")
         sp = W.spectrum(vectors=True)
         uv = np.ascontiguousarray(np.stack([sp.v, sp.u]) * math.sqrt(W.n))
     return Noise(name, kind, sigma2, math.sqrt(sigma2 / d), uv, (d + 1) // 2)

@@ -43,6 +43,7 @@ from ..flat import (
     topology_params,
 )
 from ..params import PARAMS, scoped
+from ..problems.noise import check_noise_topology
 from ..topology import FAMILIES
 
 #: bump when the same parameters give different numbers (changes every cell id)
@@ -194,6 +195,8 @@ class GridSpec:
                 noises.add((key, noise))
                 try:
                     problems[key].for_noise(noise)
+                    if built[key] is not None:
+                        check_noise_topology(noise, built[key])
                 except FastGTError as err:
                     raise FastGTError(f"{self.source}: cell with noise={noise}, {shown}: "
                                       f"{err}") from None
@@ -292,7 +295,7 @@ def parse_spec(text: str, source: str = "<spec>", sets=(), params=()) -> GridSpe
         key, val = _split_option("--param", opt)
         spec.grids = spec.grids or [{}]
         for g, table in enumerate(spec.grids):
-            table[key] = _typed(key, [literal(v) for v in val.split(",")], g, spec,
+            table[key] = _typed(key, [literal(v) for v in _values(val)], g, spec,
                                 f"--param {opt}")
         spec.run.pop(key, None)
     if not spec.run and not spec.grids:
@@ -324,6 +327,25 @@ def _split_option(flag: str, opt: str) -> tuple[str, str]:
     return key.strip(), val.strip()
 
 
+def _values(text: str) -> list[str]:
+    """--param's values: ``text`` split at the commas outside brackets, braces and quotes
+    (a topology table or a list of them is one value: '{"topology": "ring", "n": 8}')."""
+    out, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return [*out, text[start:].strip()]
+
+
 def literal(text: str):
     """A TOML literal (0.5, 3, true, "x"), else the bare text as a string."""
     try:
@@ -350,7 +372,9 @@ def _typed(key: str, val, table, spec: GridSpec, where: str | None):
                 raise FastGTError(f"{key} = [] is an empty grid: give at least one value")
             return [PARAMS[key].validate(key, v) for v in val]
         if isinstance(val, dict) and not PARAMS[key].is_value(val):
-            raise bad(key, val, f"a single value or a list of {PARAMS[key].kind.__name__}")
+            raise bad(key, val, "a list of topology tables, e.g. [{topology = \"ring\", n = 16}]"
+                      if PARAMS[key].tables == "list" else
+                      f"a single value or a list of {PARAMS[key].kind.__name__}")
         return PARAMS[key].validate(key, val)
     except FastGTError as err:
         raise FastGTError(f"{_location(spec.source, where)}: {err}") from None

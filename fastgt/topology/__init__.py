@@ -19,6 +19,11 @@ __all__ = ["FAMILIES", "VARYING", "MixingMatrix", "PeriodSpectrum", "Spectrum", 
 FAMILIES = {**STATIC, **VARYING}
 
 
+#: a family's parameter name -> its flat name (grid files, the CLI, topology tables): the
+#: family's own seed is graph_seed, from_matrix's W is matrix
+TOPO_RENAME = {"seed": "graph_seed", "W": "matrix"}
+
+
 def family_params(name: str) -> dict:
     """A family's parameters (plus ``lazy``) -> default, ``inspect.Parameter.empty`` if required."""
     check_choice("topology", name, tuple(FAMILIES))
@@ -44,14 +49,25 @@ def topology(name: str, **params) -> MixingMatrix | TimeVarying:
     topology tables such as {"topology": "ring", "n": 16}).
     Any family takes ``lazy=True`` for (W + I) / 2.
     """
-    lazy = params.pop("lazy", False)
-    if not isinstance(lazy, bool):
-        raise bad("lazy", lazy, "true or false")
     if isinstance(name, (MixingMatrix, TimeVarying)):  # already built and validated
+        lazy = _lazy(params)
         if params:
             key = min(params)
             raise bad(key, params[key], "no parameters except lazy with a built topology")
         return _checked(name.lazy()) if lazy else name
+    return _checked(_built(name, dict(params)))
+
+
+def _lazy(params: dict) -> bool:
+    lazy = params.pop("lazy", False)
+    if not isinstance(lazy, bool):
+        raise bad("lazy", lazy, "true or false")
+    return lazy
+
+
+def _built(name: str, params: dict) -> MixingMatrix | TimeVarying:
+    """Family ``name`` from its parameters (and lazy), not yet validated."""
+    lazy = _lazy(params)
     allowed = family_params(name)
     unknown = sorted(set(params) - set(allowed))
     if unknown:
@@ -63,14 +79,19 @@ def topology(name: str, **params) -> MixingMatrix | TimeVarying:
     if isinstance(params.get("matrices"), list):  # cycle: topology tables built here
         params["matrices"] = [_table(m) for m in params["matrices"]]
     mm = FAMILIES[name](**params)
-    return _checked(mm.lazy() if lazy else mm)
+    return mm.lazy() if lazy else mm
 
 
 def _table(m):
-    """A topology table {"topology": "ring", "n": 16, ...} (this function's parameter
-    names; fastgt.flat translates the flat ones) built, anything else as it is."""
+    """A cycle step given as a topology table ({"topology": "ring", "n": 16, ...}, under
+    this function's parameter names or the flat ones, graph_seed and matrix, as everywhere
+    else tables are written) built but not validated alone: a step need not be connected
+    nor contract (two alternating matchings), cycle checks each as a step and their
+    product; anything else as it is."""
     if isinstance(m, dict) and "topology" in m:
-        return topology(m["topology"], **{k: v for k, v in m.items() if k != "topology"})
+        python = {flat: k for k, flat in TOPO_RENAME.items()}
+        return _built(m["topology"],
+                      {python.get(k, k): v for k, v in m.items() if k != "topology"})
     return m
 
 

@@ -298,7 +298,8 @@ def cycle(matrices) -> TimeVarying:
     """A user-given list of mixing matrices applied in turn, one per communication: each a
     MixingMatrix, a dense array or a scipy sparse matrix, doubly stochastic and nonnegative
     (not necessarily symmetric); their product over the period must contract."""
-    if isinstance(matrices, (str, bytes)) or not hasattr(matrices, "__len__") or not matrices:
+    if isinstance(matrices, (str, bytes, dict)) or not hasattr(matrices, "__len__") or \
+            not len(matrices):
         raise bad("matrices", matrices, "a non-empty list of mixing matrices")
     period = []
     for r, W in enumerate(matrices):

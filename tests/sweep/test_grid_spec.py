@@ -96,6 +96,20 @@ def test_param_without_grid_tables_creates_one():
     assert all("self_weight" not in c.params for c in cells if c.params["topology"] == "complete")
 
 
+def test_param_splits_only_between_values_so_tables_are_one_each():
+    """--param's commas inside a table (JSON or TOML) or a list of them are not separators."""
+    ring = '[run]\ntopology = "ring"\nn = 8\n'
+    cells = G.parse_spec(ring, params=['topology_y={"topology": "ring", "n": 8, '
+                                       '"self_weight": 0.5},{topology = "complete", n = 8}']
+                         ).cells()
+    assert sorted(c.params["topology_y"] for c in cells) == [
+        '{"n":8,"self_weight":0.5,"topology":"ring"}', '{"n":8,"topology":"complete"}']
+    (cell,) = G.parse_spec('[run]\ntopology = "cycle"\n', params=[
+        'matrices=[{"topology": "ring", "n": 8}, {"topology": "complete", "n": 8}]']).cells()
+    assert cell.params["matrices"] == '[{"n":8,"topology":"ring"},{"n":8,"topology":"complete"}]'
+    assert len(G.parse_spec(ring, params=["seed=1, 2,3"]).cells()) == 3
+
+
 # every user mistake: (file text, options, fragments the one-line message must contain)
 ERRORS = [
     ('[run]\ntopology = "ring"\nn = 8\nalpha = 0.5\n', [],
@@ -138,6 +152,9 @@ ERRORS = [
      [], ["line 5: topology_y's topology='rign' is invalid: allowed one of 'ring'"]),
     ('[run]\ntopology = "one_peer_exponential"\nn = 8\nalgorithm = "d2"\n', [],
      ["algorithm=d2", "d2 needs a static W"]),
+    ('[run]\nn = 8\nnoise = "structured"\n[[grid]]\ntopology = ["ring", "random_matching"]\n',
+     [], ["cell with noise=structured", "noise='structured' follows W's extreme eigenvectors: "
+          "it needs a static topology, not random_matching"]),
 ]
 
 

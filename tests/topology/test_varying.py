@@ -148,6 +148,7 @@ def test_large_products_go_through_lanczos(monkeypatch):
 @pytest.mark.parametrize("matrices,match", [
     ([], "a non-empty list"),
     ("ring", "a non-empty list"),
+    ({"topology": "ring", "n": 8}, "a non-empty list"),
     ([np.ones((2, 3))], "square n x n"),
     ([[["a"]]], "square matrices of numbers"),
     ([np.full((3, 3), 0.5)], "doubly stochastic: max |row sum - 1|"),
@@ -169,6 +170,42 @@ def test_cycle_takes_topology_tables():
                                   fastgt.topology("torus", n=16).to_dense())
     with pytest.raises(FastGTError, match="topology 'ring' needs n"):
         fastgt.topology("cycle", matrices=[{"topology": "ring"}])
+
+
+def test_cycle_tables_are_steps_not_topologies_of_their_own():
+    """A step of a cycle need not be connected nor contract alone (two alternating perfect
+    matchings, a bipartite ring): given as tables they are built as the same arrays would
+    be, in the Python or the flat names (seed, graph_seed), in Python and in grid files."""
+    from fastgt.sweep.grid import parse_spec
+    from fastgt.flat import cell_topology
+
+    even = {"topology": "from_edges", "edges": [[0, 1], [2, 3], [4, 5], [6, 7]]}
+    odd = {"topology": "from_edges", "edges": [[1, 2], [3, 4], [5, 6], [7, 0]]}
+    arrays = []
+    for table in (even, odd):  # (I + P) / 2: metropolis weights of a perfect matching
+        P = np.zeros((8, 8))
+        for i, j in table["edges"]:
+            P[i, j] = P[j, i] = 1.0
+        arrays.append((np.eye(8) + P) / 2)
+    tables = fastgt.topology("cycle", matrices=[even, odd])
+    for built, array in zip(tables.period, arrays):
+        np.testing.assert_array_equal(built.to_dense(), array)
+    assert tables.spectrum().p_eff == fastgt.topology("cycle", matrices=arrays).spectrum().p_eff
+    assert tables.spectrum().p_eff > 0.29
+    with pytest.raises(DegenerateGraphError, match="disconnected"):
+        fastgt.topology("from_edges", edges=even["edges"])  # alone it is no topology
+    bipartite = [{"topology": "ring", "n": 16, "self_weight": 0.0, "lazy": True},
+                 {"topology": "ring", "n": 16, "self_weight": 0.0}]
+    assert fastgt.topology("cycle", matrices=bipartite).spectrum().p_eff > 0
+    er = {"topology": "erdos_renyi", "n": 16, "prob": 0.3}
+    by_flat = fastgt.topology("cycle", matrices=[{**er, "graph_seed": 3}])
+    by_python = fastgt.topology("cycle", matrices=[{**er, "seed": 3}])
+    np.testing.assert_array_equal(by_flat.period[0].to_dense(), by_python.period[0].to_dense())
+    (cell,) = parse_spec('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 16, '
+                         'self_weight = 0.0, lazy = true}, {topology = "ring", n = 16, '
+                         'self_weight = 0.0}]\n').cells()
+    np.testing.assert_array_equal(cell_topology(cell.params).period[1].to_dense(),
+                                  fastgt.topology("cycle", matrices=bipartite).period[1].to_dense())
 
 
 def test_cycle_of_a_time_varying_topology_is_refused():

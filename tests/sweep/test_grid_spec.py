@@ -99,9 +99,9 @@ def test_param_without_grid_tables_creates_one():
 def test_param_splits_only_between_values_so_tables_are_one_each():
     """--param's commas inside a table (JSON or TOML) or a list of them are not separators."""
     ring = '[run]\ntopology = "ring"\nn = 8\n'
-    cells = G.parse_spec(ring, params=['topology_y={"topology": "ring", "n": 8, '
-                                       '"self_weight": 0.5},{topology = "complete", n = 8}']
-                         ).cells()
+    axis = ('topology_y={"topology": "ring", "n": 8, "self_weight": 0.5},'
+            '{topology = "complete", n = 8}')
+    cells = G.parse_spec(ring, params=[axis]).cells()
     assert sorted(c.params["topology_y"] for c in cells) == [
         '{"n":8,"self_weight":0.5,"topology":"ring"}', '{"n":8,"topology":"complete"}']
     (cell,) = G.parse_spec('[run]\ntopology = "cycle"\n', params=[

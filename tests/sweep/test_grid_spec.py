@@ -153,8 +153,9 @@ ERRORS = [
     ('[run]\ntopology = "one_peer_exponential"\nn = 8\nalgorithm = "d2"\n', [],
      ["algorithm=d2", "d2 needs a static W"]),
     ('[run]\nn = 8\nnoise = "structured"\n[[grid]]\ntopology = ["ring", "random_matching"]\n',
-     [], ["cell with noise=structured", "noise='structured' follows W's extreme eigenvectors: "
-          "it needs a static topology, not random_matching"]),
+     [], ["cell with noise=structured", ("noise='structured' follows W's extreme "
+                                          "eigenvectors: it needs a static topology, not "
+                                          "random_matching")]),
 ]
 
 

@@ -176,8 +176,8 @@ def test_cycle_tables_are_steps_not_topologies_of_their_own():
     """A step of a cycle need not be connected nor contract alone (two alternating perfect
     matchings, a bipartite ring): given as tables they are built as the same arrays would
     be, in the Python or the flat names (seed, graph_seed), in Python and in grid files."""
-    from fastgt.sweep.grid import parse_spec
     from fastgt.flat import cell_topology
+    from fastgt.sweep.grid import parse_spec
 
     even = {"topology": "from_edges", "edges": [[0, 1], [2, 3], [4, 5], [6, 7]]}
     odd = {"topology": "from_edges", "edges": [[1, 2], [3, 4], [5, 6], [7, 0]]}

@@ -282,3 +282,13 @@ def scoped(scope: str) -> dict:
 
 #: parameters that may differ between the cells of one compiled loop (fastgt.run_batch)
 PER_CELL = tuple(k for k, p in PARAMS.items() if p.per_cell)
+
+#: run parameters a sweep's cell holds only when set (so that the ids of sweeps from before
+#: they existed stay), with the value a cell that does not set them runs with: a cell that
+#: spells that value out is the same cell (same id), and result columns show it
+IMPLICIT = {"local_steps": 1, "allow_unstable": False, "dtype": "float64"}
+
+
+def is_implicit(key: str, value) -> bool:
+    """Whether ``value`` is the value parameter ``key`` runs with when not set."""
+    return key in IMPLICIT and type(value) is type(IMPLICIT[key]) and value == IMPLICIT[key]

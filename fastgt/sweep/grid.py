@@ -42,7 +42,7 @@ from ..flat import (
     table_topology,
     topology_params,
 )
-from ..params import PARAMS, scoped
+from ..params import PARAMS, is_implicit, scoped
 from ..problems.noise import check_noise_topology
 from ..topology import FAMILIES
 
@@ -56,9 +56,8 @@ GRID_FAMILIES = tuple(FAMILIES)
 #: the parameters a grid file may set (fastgt.params: types, allowed values, defaults), by
 #: scope; every one is a declared column of the results
 RUN_PARAMS, TOPOLOGY_PARAMS, PROBLEM_PARAMS = (scoped(s) for s in ("run", "topology", "problem"))
-#: defaults of the run parameters (those of fastgt.run); topology is required
-#: (a parameter without a default, allow_unstable, is in a cell only when set: the ids of
-#: cells that do not set it stay those of the sweeps from before it existed)
+#: defaults of the run parameters (those of fastgt.run); topology is required (the
+#: parameters without one, params.IMPLICIT, are in a cell only when set to another value)
 RUN_DEFAULTS = {k: p.default for k, p in RUN_PARAMS.items()
                 if k != "topology" and p.default is not None}
 
@@ -79,7 +78,8 @@ def canonical(params: dict) -> dict:
     """
     if "topology" not in params:
         raise _keyed("topology", f"topology is required: allowed {', '.join(GRID_FAMILIES)}")
-    out = {**RUN_DEFAULTS, **{k: v for k, v in params.items() if k in RUN_PARAMS}}
+    out = {**RUN_DEFAULTS, **{k: v for k, v in params.items()
+                              if k in RUN_PARAMS and not is_implicit(k, v)}}
     topo = topology_params(out["topology"])
     prob = problem_flat_params(out["problem"])
     for key, val in params.items():

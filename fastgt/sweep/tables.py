@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 
 from ..errors import FastGTError
 from ..metrics import METRICS, PROBLEM_COLUMNS
-from ..params import PARAMS
+from ..params import IMPLICIT, PARAMS, is_implicit
 from ..theory import THEORY_COLUMNS
 
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
@@ -39,11 +39,17 @@ TRACE_SCHEMA = pa.schema([pa.field("id", pa.string()), *_PARAM_FIELDS,
 def to_pandas(table: pa.Table):
     """A table as a DataFrame, integer columns as pandas' nullable Int64: a parameter that
     only some cells have (rows, graph_seed, ...) would otherwise come back as float64, and
-    seeds beyond 2^53 would lose digits on the way. (pandas imported here only: status
+    seeds beyond 2^53 would lose digits on the way; params.IMPLICIT's columns with the
+    value their cells ran with where a file has none. (pandas imported here only: status
     and compact read without it.)"""
     import pandas as pd
 
-    return table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+    df = table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+    for key, value in IMPLICIT.items():  # files written before the columns showed it
+        if key in df.columns and df[key].isna().any():
+            kind = pd.Int64Dtype() if type(value) is int else type(value)
+            df[key] = df[key].astype(object).where(df[key].notna(), value).astype(kind)
+    return df
 
 
 def columns_of(rows: list[dict]) -> dict:
@@ -123,9 +129,10 @@ def expression(where, schema: pa.Schema, sub: str):
     expr = None
     for k, v in where.items():
         typ = schema.field(k).type
-        term = (pc.field(k).isin([_scalar(k, x, typ) for x in v])
-                if isinstance(v, list | tuple | set | np.ndarray)
-                else pc.field(k) == _scalar(k, v, typ))
+        values = list(v) if isinstance(v, list | tuple | set | np.ndarray) else [v]
+        term = pc.field(k).isin([_scalar(k, x, typ) for x in values])
+        if any(is_implicit(k, x) for x in values):  # a file from before its column showed it
+            term = term | pc.field(k).is_null()
         expr = term if expr is None else expr & term
     return expr
 

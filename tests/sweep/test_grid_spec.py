@@ -247,8 +247,9 @@ def test_a_data_file_with_fewer_rows_than_nodes_fails_before_anything_runs(tmp_p
 
 
 def test_a_data_files_cells_show_its_d(tmp_path):
-    """A cell's d column (cells and traces) is the d that ran, a data file's; its id and
-    provenance keep the grid's parameters (d's default among them)."""
+    """A cell's d column (cells and traces) is the d that ran, a data file's (and
+    local_steps and dtype those that ran where unset); its id and provenance keep the
+    grid's parameters (d's default among them)."""
     path = tmp_path / "tiny.npz"
     np.savez(path, X=np.arange(30.0).reshape(10, 3) % 7, y=np.arange(10) % 2)
     spec = tmp_path / "g.toml"
@@ -258,6 +259,10 @@ def test_a_data_files_cells_show_its_d(tmp_path):
     assert res.exit_code == 0, res.output
     cells, traces = fastgt.load(tmp_path / "o")
     assert cells["d"].tolist() == [3] and set(traces["d"]) == {3}
+    import pyarrow.parquet as pq  # the files themselves show what ran (read by any reader)
+
+    raw = pq.read_table(tmp_path / "o" / "cells").to_pylist()[0]
+    assert (raw["d"], raw["local_steps"], raw["dtype"]) == (3, 1, "float64")
     (cell,) = G.load_spec(spec).cells()
     store = fastgt.sweep.storage.Store(tmp_path / "o", create=False)
     assert store.provenance(cell.id)["params"] == cell.params and cell.params["d"] == 100

@@ -466,3 +466,24 @@ def test_a_filter_that_cannot_apply_is_one_line(tmp_path):
         with pytest.raises(fastgt.FastGTError, match="cannot filter cells") as err:
             load(tmp_path, where=where)
         assert "\n" not in str(err.value)
+
+
+def test_parameters_a_cell_holds_only_when_set_load_as_they_ran(tmp_path):
+    """local_steps, allow_unstable and dtype are in a cell's parameters (and id) only when
+    set to another value than the one a cell runs with unset: spelled out, the same cell.
+    Results written without the column (a sweep from before it was shown) load with that
+    value, and a filter on it finds them."""
+    spelled = make_cell({**SMALL, "local_steps": 1, "allow_unstable": False,
+                         "dtype": "float64"})
+    assert spelled.id == make_cell(SMALL).id and "local_steps" not in spelled.params
+    out = tmp_path / "old"
+    Store(out).write(_results([SMALL, {**SMALL, "local_steps": 2}]))  # columns null: old files
+    assert pq.read_table(out / "cells").column("local_steps").null_count == 1
+    cells = load(out, traces=False)[0].sort_values("local_steps")
+    assert cells["local_steps"].tolist() == [1, 2] and str(cells["local_steps"].dtype) == "Int64"
+    assert cells["dtype"].tolist() == ["float64"] * 2
+    assert cells["allow_unstable"].tolist() == [False, False]
+    for where, steps in (({"local_steps": 1}, [1]), ({"local_steps": [1, 2]}, [1, 2]),
+                         ({"local_steps": 2}, [2]), ({"dtype": "float64"}, [1, 2])):
+        got, traces = load(out, where=where)
+        assert sorted(got["local_steps"]) == steps and set(traces["local_steps"]) == set(steps)

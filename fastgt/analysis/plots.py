@@ -90,14 +90,17 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
     how many traces are drawn (one per cell: no error bars)."""
     check_choice("x", x, TRACE_AXES)
     _check_columns(traces, id="id", step="step", x=x, y=y, hue=hue)
+    if not traces[y].notna().any():  # e.g. tracking of algorithms without a tracker
+        raise FastGTError(f"no trace of these cells has a value of {y!r}")
     fig, ax = _figure()
     keys = traces[hue] if hue else pd.Series(0, index=traces.index)
     numeric = hue is not None and pd.api.types.is_numeric_dtype(keys) and keys.nunique() > 1
     if numeric:
         from matplotlib import colormaps
-        from matplotlib.colors import Normalize
+        from matplotlib.colors import LogNorm, Normalize
 
-        norm = Normalize(keys.min(), keys.max())
+        # a positive parameter spanning 10x or more (split_alpha, stepsize) in log scale
+        norm = (LogNorm if _wide_positive(keys) else Normalize)(keys.min(), keys.max())
         cmap = colormaps["viridis"]
     else:
         palette = {k: f"C{i % 10}" for i, k in enumerate(sorted(keys.unique(), key=str))}

@@ -147,9 +147,9 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
     from ..sweep.storage import open_sweep
 
     check_file("--out", out, FIGURE_FORMATS)
-    if not curves and x is None:
-        raise FastGTError("x=None is invalid: allowed a parameter name (or use --curves)")
     store = open_sweep(directory)
+    if not curves and x is None:
+        raise FastGTError("--x is required: allowed a parameter name (or use --curves)")
     if curves:
         if x is not None:
             check_choice("x", x, plots.TRACE_AXES)  # before reading the traces
@@ -167,14 +167,14 @@ def _read(store, sub: str, where):
     """DIR/<sub>'s rows matching every KEY=VALUE (or KEY=V1,V2: any of them) of --where,
     pushed down to the files."""
     from ..errors import bad
-    from ..sweep.grid import literal
+    from ..sweep.grid import literal, split_values
 
     conds: dict = {}
     for cond in where:
         key, eq, val = cond.partition("=")
         if not eq:
             raise bad("--where", cond, "KEY=VALUE or KEY=V1,V2")
-        values = {literal(v) for v in val.split(",")}
+        values = {literal(v) for v in split_values(val)}
         conds[key] = conds[key] & values if key in conds else values  # repeated: both hold
         if not conds[key]:
             raise FastGTError(f"no results to plot (where {' '.join(where)})")

@@ -295,7 +295,7 @@ def parse_spec(text: str, source: str = "<spec>", sets=(), params=()) -> GridSpe
         key, val = _split_option("--param", opt)
         spec.grids = spec.grids or [{}]
         for g, table in enumerate(spec.grids):
-            table[key] = _typed(key, [literal(v) for v in _values(val)], g, spec,
+            table[key] = _typed(key, [literal(v) for v in split_values(val)], g, spec,
                                 f"--param {opt}")
         spec.run.pop(key, None)
     if not spec.run and not spec.grids:
@@ -327,8 +327,8 @@ def _split_option(flag: str, opt: str) -> tuple[str, str]:
     return key.strip(), val.strip()
 
 
-def _values(text: str) -> list[str]:
-    """--param's values: ``text`` split at the commas outside brackets, braces and quotes
+def split_values(text: str) -> list[str]:
+    """--param's (and plot --where's) values: ``text`` split at the commas outside brackets, braces and quotes
     (a topology table or a list of them is one value: '{"topology": "ring", "n": 8}')."""
     out, depth, quote, start = [], 0, None, 0
     for i, ch in enumerate(text):

@@ -188,11 +188,37 @@ def test_summary_title_says_what_was_run_and_what_the_bars_are(results, tmp_path
     (["--x", "nope"], "x='nope' is not a column of the results"),
     (["--x", "n", "--where", "n=5"], "no results to plot"),
     (["--x", "n", "--where", "size=5"], "'size' is not a column"),
-    ([], "allowed a parameter name"),
+    ([], "--x is required: allowed a parameter name"),
 ])
 def test_plot_errors(results, tmp_path, args, fragment):
     res = CliRunner().invoke(plot_cmd, [str(results), *args, "-o", str(tmp_path / "f.png")])
     assert res.exit_code == 2 and fragment in res.output
+
+
+def test_plot_says_first_what_is_wrong_with_dir_and_never_draws_nothing(results, tmp_path):
+    """A missing DIR is named before a missing --x; traces without a value of --y (the
+    tracking of an algorithm without a tracker) are an error, not an empty figure."""
+    res = CliRunner().invoke(plot_cmd, [str(tmp_path / "nope"), "-o", str(tmp_path / "f.png")])
+    assert res.exit_code == 2 and "does not exist" in res.output
+    store = Store(results)
+    cell = make_cell({"topology": "ring", "n": 8, "algorithm": "dsgd", "seed": 7})
+    trace = pd.DataFrame({"step": [0, 10], **{m: [1.0, 0.5] for m in METRICS},
+                          "tracking": [np.nan, np.nan]})
+    store.write([(cell.id, cell.params, {"status": "ok"}, trace, {})])
+    res = CliRunner().invoke(plot_cmd, [str(results), "--curves", "--y", "tracking", "--where",
+                                        "seed=7", "-o", str(tmp_path / "f.png")])
+    assert res.exit_code == 2 and "no trace of these cells has a value of 'tracking'" in res.output
+    assert not (tmp_path / "f.png").exists()
+
+
+def test_curves_colour_a_wide_positive_parameter_in_log_scale(results):
+    from fastgt.analysis.plots import curves
+
+    _, traces = load(results)
+    wide = traces.assign(stepsize=traces["n"].map({8: 0.001, 16: 0.01, 32: 0.1}).astype(float))
+    scales = [curves(t, hue="stepsize").axes[1].get_yscale()  # the colour bar's
+              for t in (wide, wide.assign(stepsize=wide["stepsize"] + 1))]
+    assert scales == ["log", "linear"]
 
 
 def test_curves_title_says_what_was_run(results):

@@ -39,7 +39,18 @@ def any_problem_params() -> set[str]:
 
 
 def not_applicable(key: str, topo_name: str | None, prob_name: str | None) -> FastGTError:
-    """The error for a flat parameter that neither the topology nor the problem takes."""
+    """The error for a flat parameter that neither the topology nor the problem takes (a
+    name that no family, problem nor fastgt.run takes: a typo, with the closest names)."""
+    families = {k for f in FAMILIES for k in topology_params(f)}
+    hint = ""
+    if key not in families | any_problem_params():
+        import difflib
+
+        close = difflib.get_close_matches(key, [*PARAMS, *families], n=2)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        if topo_name is None:
+            return FastGTError(f"{key} is no parameter of fastgt.run, of a topology family or "
+                               f"of a problem{hint}: allowed {', '.join(PARAMS)}")
     if key in any_problem_params() and prob_name is not None:
         allowed = ", ".join(problem_flat_params(prob_name)) or "no parameters"
         return FastGTError(f"{key} does not apply to problem {prob_name!r}: allowed {allowed}")
@@ -47,10 +58,10 @@ def not_applicable(key: str, topo_name: str | None, prob_name: str | None) -> Fa
         return FastGTError(f"{key} does not apply to a built topology: pass the family's "
                            f"name and its parameters instead (e.g. topology='ring', n=30)")
     allowed = ", ".join(topology_params(topo_name))
-    if prob_name is not None and not any(key in topology_params(f) for f in FAMILIES):
+    if prob_name is not None and key not in families:
         taken = ", ".join(problem_flat_params(prob_name)) or "none"
         return FastGTError(f"{key} is no parameter of topology {topo_name!r} (allowed "
-                           f"{allowed}) nor of problem {prob_name!r} (allowed {taken})")
+                           f"{allowed}) nor of problem {prob_name!r} (allowed {taken}){hint}")
     return FastGTError(f"{key} does not apply to topology {topo_name!r}: allowed {allowed}")
 
 

@@ -155,6 +155,9 @@ def canonical_tables(name: str, value):
         default = defaults[key]
         if not (type(val) is type(default) and val == default):
             out[key] = val
+    missing = [k for k, default in defaults.items() if default is REQUIRED and k not in out]
+    if missing:
+        raise FastGTError(f"{name}: topology {family!r} needs {', '.join(missing)}")
     return out
 
 

@@ -62,7 +62,8 @@ class LazyGroup(click.Group):
              context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.version_option(package_name="fastgt")
 def main():
-    """fastgt: fast simulation of Gradient Tracking and D-SGD over sparse graphs."""
+    """fastgt: fast simulation of decentralized optimization (GT, ATC-GT, D-SGD, D², EXTRA, a
+    centralized baseline) over sparse and time-varying graphs, with exact theory."""
     shown = warnings.showwarning
 
     def one_line(message, category, *args, **kwargs):

@@ -148,6 +148,8 @@ ERRORS = [
      [], ["line 3: matrices: prob does not apply to topology 'ring': allowed n, self_weight"]),
     ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 1}]\n',
      [], ["line 3: matrices: n=1 is invalid: allowed an integer >= 2"]),
+    ('[run]\ntopology = "ring"\nn = 8\ntopology_y = {topology = "erdos_renyi", n = 8}\n',
+     [], ["line 4: topology_y: topology 'erdos_renyi' needs prob"]),
     ('[run]\ntopology = "ring"\nn = 8\n[[grid]]\ntopology_y = [{topology = "rign", n = 8}]\n',
      [], ["line 5: topology_y's topology='rign' is invalid: allowed one of 'ring'"]),
     ('[run]\ntopology = "one_peer_exponential"\nn = 8\nalgorithm = "d2"\n', [],

@@ -22,8 +22,11 @@ def steps_to(traces: pd.DataFrame, eps: float, metric: str = "loss_nodes") -> pd
     """Per cell (``id``), the first record from which ``metric`` stays below ``eps`` to the
     end of the trace: ``steps_to``, and ``comm_rounds_to`` and ``grad_evals_to`` where the
     trace counts them. NaN when the last record is not below eps (a NaN metric, a diverged
-    run, counts as not below). Resolution: the records (record_every)."""
+    run, counts as not below). Resolution: the records (record_every). A trace without
+    ``id`` (one run's, ``fastgt.run(...).trace``) is one cell, of id "run"."""
     eps = check_float("eps", eps, 0.0, lo_open=True)
+    if "id" not in traces.columns and "step" in traces.columns:
+        traces = traces.assign(id="run")
     for col in ("id", "step", metric):
         if col not in traces.columns:
             raise FastGTError(f"column {col!r} is not in the traces: allowed "

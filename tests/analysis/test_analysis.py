@@ -264,6 +264,8 @@ def test_steps_to_is_the_first_record_of_the_final_run_below_eps():
     np.testing.assert_array_equal(got["comm_rounds_to"], [4, 1, 2, np.nan])
     with pytest.raises(fastgt.FastGTError, match="eps=0 is invalid"):
         steps_to(tr, 0)
+    one = steps_to(tr[tr["id"] == "a"].drop(columns="id"), 1e-2)  # one run's trace, no id
+    assert one.to_dict("records") == [{"id": "run", "steps_to": 8.0, "comm_rounds_to": 4.0}]
 
 
 def test_best_over_picks_each_configurations_fastest_complete_stepsize():

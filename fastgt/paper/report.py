@@ -23,6 +23,7 @@ loss_avg = gamma sigma2 / (4 n (1 - gamma)) does not depend on the graph).
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -132,7 +133,7 @@ def _groups(ok: pd.DataFrame):
                    and k not in ("noise", "algorithm")]
         for vals, group in fam.groupby(keys, dropna=False, sort=True):
             key = dict(zip(keys, vals if isinstance(vals, tuple) else (vals,)))
-            if key["noise"] in SETUPS:
+            if key["noise"] in SETUPS and key["problem"] == "quadratic":
                 yield family, param, key, varying, group
 
 
@@ -169,7 +170,7 @@ def report(path, out=None, metric: str = "consensus", include_transient: bool = 
             counts += fig_counts
             stem = out / "_".join(([sweep] if len(dirs) > 1 else [])
                                   + [f"setup{SETUPS[key['noise']]}", family, key["algorithm"]]
-                                  + [f"{k}{key[k]}" for k in varying])
+                                  + [_safe(f"{k}{key[k]}") for k in varying])
             figures = {stem: fig}
             if curves is not None:
                 mine = traces[traces["id"].isin(group["id"])].merge(group[["id", param]],
@@ -181,18 +182,30 @@ def report(path, out=None, metric: str = "consensus", include_transient: bool = 
                     figure.savefig(f"{path_stem}.{ext}", dpi=120)
                     files.append(Path(f"{path_stem}.{ext}"))
         if shown:
-            cells = pd.concat(shown)
+            ok, cells = len(cells), pd.concat(shown)
+            left = (f"; {ok - len(cells)} other ok cells left out (not {PAPER_CELLS}: "
+                    "fastgt plot draws any)" if ok > len(cells) else "")
             runs.append(f"sweep {sweep} ({directory}): {len(cells)} cells of "
                         f"{', '.join(sorted(cells['topology'].unique()))}; "
-                        f"{describe_run(cells)}; {error_bars(counts)}")
+                        f"{describe_run(cells)}; {error_bars(counts)}{left}")
     if not rows:
         raise FastGTError(f"DIR={str(path)!r} has no ok cells of the paper's sweeps "
-                          "(interp_ring or ring, gaussian or structured noise)")
+                          f"({PAPER_CELLS}; fastgt plot draws any sweep)")
     table = pd.DataFrame(rows)
     md = out / "slopes.md"
     md.write_text(slopes_markdown(table, runs, notes, include_transient))
     files.append(md)
     return table, files
+
+
+#: the cells a report draws: the paper's sweeps
+PAPER_CELLS = "interp_ring or ring, gaussian or structured noise, the quadratic problem"
+
+
+def _safe(text: str) -> str:
+    """A file name's part: characters other than letters, digits and ._=- as _ (a
+    topology_y table's JSON)."""
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_")
 
 
 def _figure(sweep, directory, family, param, key, varying, group, metric, include_transient):

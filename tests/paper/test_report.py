@@ -239,3 +239,24 @@ def test_report_draws_traces_against_a_cost_axis(tmp_path, saved):
     assert (one["comm_rounds"] == one["step"] // 2).all() and one["step"].max() == 100
     with pytest.raises(fastgt.FastGTError, match="curves='rounds' is invalid"):
         report(str(tmp_path / "sw"), str(tmp_path / "out2"), curves="rounds")
+
+
+def test_cells_outside_the_paper_sweeps_are_counted_not_drawn_and_names_are_safe(tmp_path):
+    """A report draws the paper's cells only (the quadratic problem among them: a
+    hetero_quadratic cell is no Setup A) and says how many others it left out; a varying
+    topology_y table names its files without JSON's quotes and braces."""
+    spec = ('[run]\ntopology = "ring"\nn = 8\nd = 2\nsteps = 200\nrecord_every = 20\n'
+            '[[grid]]\nself_weight = [0.3, 0.5]\ntopology_y = [{topology = "ring", n = 8}, '
+            '{topology = "complete", n = 8}]\n'
+            '[[grid]]\nproblem = "hetero_quadratic"\n'
+            '[[grid]]\ntopology = "one_peer_exponential"\nnoise = "gaussian"\n')
+    write_sweep(tmp_path / "mixed", spec)
+    with Saved() as figures:
+        report(str(tmp_path / "mixed"), str(tmp_path / "out"))
+    names = [name.rsplit("/", 1)[-1] for name, _ in figures]
+    assert names and all(set(n) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789._=-") for n in names), names
+    assert any("topology_y_n_8_topology_complete" in n for n in names), names
+    md = (tmp_path / "out" / "slopes.md").read_text()
+    assert "4 cells of ring" in md and "2 other ok cells left out (not interp_ring or ring, " \
+        "gaussian or structured noise, the quadratic problem" in md, md

@@ -70,7 +70,8 @@ def topo(name, vectors, method, as_json, **kw):
 @click.option("--threads", type=int, default=None,
               help="numba threads (default: all; 1 for runs below 1e5 node-dimensions)")
 @click.option("--out", "-o", default=None,
-              help="write the trace to this Parquet FILE (its directory must exist)")
+              help="write the trace to this Parquet FILE (its directory must exist), the "
+                   "run's config and summary in its metadata (key fastgt)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @user_errors
 def run_cmd(threads, out, quiet, **kw):
@@ -117,7 +118,7 @@ def run_cmd(threads, out, quiet, **kw):
 def _print_summary(summary: dict) -> None:
     """Every entry but the empty ones; a diverged run's plateaus are missing, said so."""
     for k, v in summary.items():
-        if v is None:
+        if v is None or k == "batch":  # cells advanced together: one here
             continue
         if k in METRICS and summary["status"] == "diverged":
             v = "missing (the run diverged)"
@@ -131,8 +132,16 @@ def _write_trace(res, out: str) -> None:
     import os
     import tempfile
 
-    def write(name):
-        res.trace.to_parquet(name, index=False)
+    def write(name):  # the run's config and summary in the file's metadata: it says what ran
+        import json
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(res.trace, preserve_index=False)
+        about = json.dumps({"config": res.config, "summary": res.summary}, default=str)
+        pq.write_table(table.replace_schema_metadata(
+            {**(table.schema.metadata or {}), b"fastgt": about.encode()}), name)
 
     try:
         write_file("--out", out, write)

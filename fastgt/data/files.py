@@ -11,8 +11,9 @@ import numpy as np
 
 from ..errors import FastGTError
 
-#: suffixes read as npz / Parquet; any other file is read as LIBSVM text
+#: suffixes read as npz / Parquet; any other file is read as LIBSVM text, but for these
 NPZ, PARQUET = (".npz",), (".parquet", ".pq")
+NOT_LIBSVM = (".csv", ".tsv", ".npy", ".json", ".pkl", ".pickle", ".h5", ".hdf5", ".xlsx")
 LABEL_COLUMNS = ("y", "label")
 #: the arrays scipy.sparse.save_npz writes: always, and by format (compressed or COO)
 _SPARSE_KEYS = ("data", "shape", "format")
@@ -26,6 +27,10 @@ def read_file(path: str) -> tuple:
         raise FastGTError(f"data={path!r} is not a file: allowed 'synthetic' or the path of a "
                           "LIBSVM, .npz or .parquet file")
     suffix = os.path.splitext(path)[1].lower()
+    if suffix in NOT_LIBSVM:
+        raise FastGTError(f"data={path!r}: a {suffix} file is not read: allowed a LIBSVM text "
+                          "file, .npz (X and y) or .parquet (feature columns and a label "
+                          "column; pandas writes one from a table: df.to_parquet)")
     try:
         if suffix in NPZ:
             X, y = _npz(path)
@@ -56,8 +61,13 @@ def read_file(path: str) -> tuple:
 
 
 def _npz(path):
+    import zipfile
+
     import scipy.sparse as sps
 
+    if not zipfile.is_zipfile(path):  # numpy would try it as a pickle and advise allow_pickle
+        raise FastGTError(f"data={path!r} is not an .npz archive (the zip of arrays numpy.savez "
+                          "writes): allowed X and y, or a scipy sparse matrix (save_npz) with y")
     with np.load(path, allow_pickle=False) as z:
         keys = set(z.files)
         if "y" not in keys:

@@ -146,6 +146,13 @@ def test_run_out_replaces_a_file_atomically(tmp_path):
     assert res.exit_code == 0, res.output
     assert len(pd.read_parquet(out)) == 5
     assert [p.name for p in tmp_path.iterdir()] == ["t.parquet"]  # no temporary left
+    import json
+
+    import pyarrow.parquet as pq
+
+    about = json.loads(pq.read_schema(out).metadata[b"fastgt"])  # the file says what ran
+    assert about["config"]["topology"] == "ring" and about["config"]["d"] == 3
+    assert about["summary"]["status"] == "ok" and "batch" not in res.output
 
 
 def test_a_failed_write_of_a_sweep_is_one_line_exit_1(tmp_path, monkeypatch):

@@ -137,6 +137,13 @@ def test_bad_files_and_shapes(tmp_path):
     for name in ("str.parquet", "str.npz"):
         with pytest.raises(FastGTError, match="has labels of type .*: allowed numbers"):
             read_file(str(tmp_path / name))
+    (tmp_path / "text.npz").write_text("1 2 3\n")  # numpy would advise allow_pickle
+    with pytest.raises(FastGTError, match=r"is not an \.npz archive \(the zip of arrays"):
+        read_file(str(tmp_path / "text.npz"))
+    for suffix in (".csv", ".npy"):
+        (tmp_path / f"f{suffix}").write_text("a,b\n1,2\n")
+        with pytest.raises(FastGTError, match=rf"a \{suffix} file is not read: allowed a LIBSVM"):
+            read_file(str(tmp_path / f"f{suffix}"))
     np.savez(tmp_path / "nan.npz", X=np.full((3, 2), np.nan), y=np.ones(3))
     with pytest.raises(FastGTError, match="NaN"):
         read_file(str(tmp_path / "nan.npz"))

@@ -25,6 +25,28 @@ ROWS_MIN = 8
 FUSED_MAX = 5
 
 
+#: a step in chain order (Mixing.chain) goes along its chains in batches of this many rows
+CHAIN_ROWS = 256
+
+
+@njit(**INLINE_FLAGS)
+def chain_row(q, n, o, g, L):
+    """(row, run) at position q of a step whose every row i mixes row (i + o) mod n only
+    (the one-peer graph's): rows a + k o (mod n), a < g = gcd(n, o), k < L = n / g, in
+    groups of CHAIN_ROWS residues a, each group k by k; ``run``: the positions from q on
+    whose rows follow row by row (mod n), CHAIN_ROWS or fewer. Rows i + o, read as partners
+    of a batch, are then the next batch's own rows while they are in cache (in row order
+    they are read again o rows later: from memory, once o rows outgrow the cache). A
+    bijection of [0, n); the order changes no value (a row reads the previous step's
+    arrays only). Three divisions: once per run (steps.sweep counts the rows between)."""
+    G = q // (CHAIN_ROWS * L)
+    r = q - G * CHAIN_ROWS * L
+    s = min(CHAIN_ROWS, g - G * CHAIN_ROWS)
+    k = r // s
+    a = r - k * s
+    return (G * CHAIN_ROWS + a + k * o) % n, s - a
+
+
 @njit(**NJIT_FLAGS)
 def n_blocks(n):
     return min(BLOCKS_MAX, (n + ROWS_MIN - 1) // ROWS_MIN)

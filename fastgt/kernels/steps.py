@@ -34,7 +34,10 @@ and read by field name:
              partner again with weight 0), their columns drawn at the start of the step
              into the cell's own indices ``own[c, :3 n]`` (own[c, 3 n:]: the shuffle's
              workspace); ahead[q] > 0: matrix q's neighbour rows are prefetched that
-             many rows ahead (a drawn matching, a scattered graph: algorithms.base.ahead)
+             many rows ahead (a drawn matching, a scattered graph: algorithms.base.ahead);
+             chain[q] = (o, g, L) with o > 0: matrix q's rows i mix row (i + o) mod n only,
+             and a step with it takes its rows in chain order (mixing.chain_row), else
+             (0, 0, 0), in row order (algorithms.base.chain)
     oracle = Oracle(seed (C,), kind, scale (C,), xi, uv (C, 2, m), dv, d, data)
              xi (SHARED_ROWS C, >= d): the shared draws of each cell's last SHARED_ROWS
              steps (shared_row: a pass of temporal blocking draws all its steps' first);
@@ -59,7 +62,7 @@ from numba import njit, prange, typeof, types
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS
 from .matching import draw_matching, matching_key
-from .mixing import add_row, block_range, reduce_blocks, zero_rows
+from .mixing import add_row, block_range, chain_row, reduce_blocks, zero_rows
 from .oracles import GAUSSIAN, STRUCTURED, CellOracle, Node, draw_shared
 from .pointers import pointer
 from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
@@ -68,7 +71,8 @@ from .temporal import SHARED_ROWS, tile
 
 #: the kernels' bundles (fields: module docstring)
 State = namedtuple("State", "S1 S2 S3 scratch grads part means", module=__name__)
-Mixing = namedtuple("Mixing", "indptr indices weights beta mean gamma local period ymat drawn own ahead",
+Mixing = namedtuple("Mixing",
+                    "indptr indices weights beta mean gamma local period ymat drawn own ahead chain",
                     module=__name__)
 Oracle = namedtuple("Oracle", "seed kind scale xi uv dv d data", module=__name__)
 #: cell c's mixing, as a row update reads it: W's CSR pattern, the cell's weights (nnz,),
@@ -147,12 +151,20 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     rs = shared_row(c, t)
     nm = len(view.mixed)
     v = u = 1.0 if kind == GAUSSIAN else 0.0
+    o, g, L = mix.chain[p, 0], mix.chain[p, 1], mix.chain[p, 2]
+    first = n + 1 if o == 0 else 1  # row order: one run (of n rows at most)
     for b in range(b0, b1):
         lo, hi = block_range(b, nb, n)
         rn = rs if structured else b
         if sums:
             zero_rows(pc, b, 0, nm)
-        for i in range(lo, hi):
+        i, run = lo - 1, first  # positions: rows in row order, or in chain order (in runs)
+        for q in range(lo, hi):
+            run -= 1
+            if run == 0:
+                i, run = chain_row(q, n, o, g, L)
+            else:
+                i = i + 1 if i + 1 < n else 0
             if structured:
                 v, u = uv[c, 0, i], uv[c, 1, i]
             key = row_key(tkey, i)
@@ -160,8 +172,8 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
                 fill_normals(key, co.N, b, sc, d)
             row(view, cm, co, Node(i, b, rn, v, u, key, tkey), last)
             if sums:
-                for q in range(nm):
-                    add_row(pc, b, q, view.mixed[q], i)
+                for a in range(nm):
+                    add_row(pc, b, a, view.mixed[a], i)
 
 
 @njit(**NJIT_FLAGS)

@@ -4,6 +4,8 @@ draws them with its own implementation, tests/reference.py) and user cycles, for
 algorithm that runs on them, with and without noise and local steps; bits for any thread
 count and in batches; fixed points."""
 
+import itertools
+
 import numpy as np
 import pytest
 import reference as ref
@@ -165,3 +167,49 @@ def test_scattered_matrices_are_prefetched(name, params, d, ahead):
     assert mix.ahead.tolist() == ahead + [0]
     res = fastgt.run(topology=W, d=d, steps=3, record_every=3)  # and the kernels run
     assert np.isfinite(res.trace["loss_avg"]).all()
+
+
+@pytest.mark.parametrize("n", [13, 24, 32, 1000])
+def test_chain_order_visits_every_row_once_in_runs(n):
+    """kernels/mixing.chain_row is a bijection of the positions onto the rows, for any n
+    and offset (gcd 1 to o); a run's rows follow row by row (mod n), and the next run's
+    rows are its rows' partners (i + o) but where a chain ends (once per group of
+    CHAIN_ROWS residues)."""
+    from fastgt.kernels.mixing import CHAIN_ROWS, chain_row
+
+    chain_row = chain_row.py_func
+    for o in sorted({1, 2, 3, 8, n // 2, n - 1, 2 ** int(np.log2(n - 1))}):
+        g = int(np.gcd(n, o))
+        runs, rows, q = [], [], 0
+        while q < n:
+            i, run = chain_row(q, n, o, g, n // g)
+            assert 1 <= run <= min(n - q, CHAIN_ROWS)
+            runs.append([(i + a) % n for a in range(run)])
+            rows += runs[-1]
+            q += run
+        assert sorted(rows) == list(range(n)), (n, o)
+        ends = sum(nxt != [(r + o) % n for r in run] for run, nxt in itertools.pairwise(runs))
+        assert ends == -(-g // CHAIN_ROWS) - 1, (n, o, ends)  # between groups only
+
+
+@pytest.mark.parametrize("algorithm", ALGOS)
+def test_chain_order_keeps_the_bits(algorithm, monkeypatch):
+    """One-peer steps in chain order (algorithms.base.chain: forced for every offset here)
+    give the bits of row order, on 1 and 2 threads (positions split between them)."""
+    from fastgt.algorithms import base
+
+    W = fastgt.topology("one_peer_exponential", n=40)
+    kw = {"algorithm": algorithm, "topology": W, "d": 3, "steps": 24, "record_every": 8,
+          "stepsize": 0.1, "seed": 5}
+    monkeypatch.setattr(base, "CHAIN_BYTES", 2**62)
+    rows = fastgt.run(threads=1, **kw)
+    monkeypatch.setattr(base, "CHAIN_BYTES", 0)
+    assert base.schedule([W], np.array([0.1]), 1, 1).chain[:, 0].tolist() == [
+        1, 2, 4, 8, 16, 32, 0]  # every step of the period, not the identity
+    for threads in (1, 2):
+        chained = fastgt.run_batch([{"topology": W, "seed": 5, "stepsize": 0.1}],
+                                   threads=threads, parallel="blocks",
+                                   **{k: v for k, v in kw.items()
+                                      if k not in ("topology", "seed", "stepsize")})[0]
+        np.testing.assert_array_equal(chained.state["X"], rows.state["X"])
+        np.testing.assert_array_equal(chained.records, rows.records)

@@ -34,17 +34,18 @@ def chain_row(q, n, o, g, L):
     """(row, run) at position q of a step whose every row i mixes row (i + o) mod n only
     (the one-peer graph's): rows a + k o (mod n), a < g = gcd(n, o), k < L = n / g, in
     groups of CHAIN_ROWS residues a, each group k by k; ``run``: the positions from q on
-    whose rows follow row by row (mod n), CHAIN_ROWS or fewer. Rows i + o, read as partners
+    whose rows follow row by row, CHAIN_ROWS or fewer (none past row n - 1). Rows i + o, read as partners
     of a batch, are then the next batch's own rows while they are in cache (in row order
     they are read again o rows later: from memory, once o rows outgrow the cache). A
     bijection of [0, n); the order changes no value (a row reads the previous step's
-    arrays only). Three divisions: once per run (steps.sweep counts the rows between)."""
+    arrays only). Three divisions: once per run (steps.sweep loops over a run's rows)."""
     G = q // (CHAIN_ROWS * L)
     r = q - G * CHAIN_ROWS * L
     s = min(CHAIN_ROWS, g - G * CHAIN_ROWS)
     k = r // s
     a = r - k * s
-    return (G * CHAIN_ROWS + a + k * o) % n, s - a
+    i = (G * CHAIN_ROWS + a + k * o) % n
+    return i, min(s - a, n - i)
 
 
 @njit(**NJIT_FLAGS)

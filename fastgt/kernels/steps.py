@@ -152,28 +152,26 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     nm = len(view.mixed)
     v = u = 1.0 if kind == GAUSSIAN else 0.0
     o, g, L = mix.chain[p, 0], mix.chain[p, 1], mix.chain[p, 2]
-    first = n + 1 if o == 0 else 1  # row order: one run (of n rows at most)
     for b in range(b0, b1):
         lo, hi = block_range(b, nb, n)
         rn = rs if structured else b
         if sums:
             zero_rows(pc, b, 0, nm)
-        i, run = lo - 1, first  # positions: rows in row order, or in chain order (in runs)
-        for q in range(lo, hi):
-            run -= 1
-            if run == 0:
-                i, run = chain_row(q, n, o, g, L)
-            else:
-                i = i + 1 if i + 1 < n else 0
-            if structured:
-                v, u = uv[c, 0, i], uv[c, 1, i]
-            key = row_key(tkey, i)
-            if draw and kind == GAUSSIAN:
-                fill_normals(key, co.N, b, sc, d)
-            row(view, cm, co, Node(i, b, rn, v, u, key, tkey), last)
-            if sums:
-                for a in range(nm):
-                    add_row(pc, b, a, view.mixed[a], i)
+        q = lo  # positions, in runs of consecutive rows: the block in row order, or chain order
+        while q < hi:
+            i0, run = (q, hi - q) if o == 0 else chain_row(q, n, o, g, L)
+            run = min(run, hi - q)
+            for i in range(i0, i0 + run):
+                if structured:
+                    v, u = uv[c, 0, i], uv[c, 1, i]
+                key = row_key(tkey, i)
+                if draw and kind == GAUSSIAN:
+                    fill_normals(key, co.N, b, sc, d)
+                row(view, cm, co, Node(i, b, rn, v, u, key, tkey), last)
+                if sums:
+                    for a in range(nm):
+                        add_row(pc, b, a, view.mixed[a], i)
+            q += run
 
 
 @njit(**NJIT_FLAGS)

@@ -4,8 +4,6 @@ draws them with its own implementation, tests/reference.py) and user cycles, for
 algorithm that runs on them, with and without noise and local steps; bits for any thread
 count and in batches; fixed points."""
 
-import itertools
-
 import numpy as np
 import pytest
 import reference as ref
@@ -172,24 +170,24 @@ def test_scattered_matrices_are_prefetched(name, params, d, ahead):
 @pytest.mark.parametrize("n", [13, 24, 32, 1000])
 def test_chain_order_visits_every_row_once_in_runs(n):
     """kernels/mixing.chain_row is a bijection of the positions onto the rows, for any n
-    and offset (gcd 1 to o); a run's rows follow row by row (mod n), and the next run's
-    rows are its rows' partners (i + o) but where a chain ends (once per group of
-    CHAIN_ROWS residues)."""
+    and offset (gcd 1 to o), in runs of consecutive rows (none past row n - 1); a row's
+    partner (i + o) comes within the next two runs but for the last run of each chain,
+    whose partners began it: gcd(n, o) rows in all."""
     from fastgt.kernels.mixing import CHAIN_ROWS, chain_row
 
     chain_row = chain_row.py_func
     for o in sorted({1, 2, 3, 8, n // 2, n - 1, 2 ** int(np.log2(n - 1))}):
         g = int(np.gcd(n, o))
-        runs, rows, q = [], [], 0
+        rows, q = [], 0
         while q < n:
             i, run = chain_row(q, n, o, g, n // g)
-            assert 1 <= run <= min(n - q, CHAIN_ROWS)
-            runs.append([(i + a) % n for a in range(run)])
-            rows += runs[-1]
+            assert 1 <= run <= min(n - q, CHAIN_ROWS) and i + run <= n
+            rows += range(i, i + run)
             q += run
         assert sorted(rows) == list(range(n)), (n, o)
-        ends = sum(nxt != [(r + o) % n for r in run] for run, nxt in itertools.pairwise(runs))
-        assert ends == -(-g // CHAIN_ROWS) - 1, (n, o, ends)  # between groups only
+        late = sum((r + o) % n not in rows[p + 1:p + 1 + 2 * CHAIN_ROWS]
+                   for p, r in enumerate(rows))
+        assert late == g, (n, o, late)
 
 
 @pytest.mark.parametrize("algorithm", ALGOS)

@@ -107,7 +107,8 @@ def main(argv=None) -> None:
     print(common.markdown_table(
         ["algo", "n", "d", "threads", "bound ns", "ring ns", "one-peer ns", "one-peer/ring",
          "matching ns", "matching/ring"], rows))
-    print("\nns = nanoseconds per node-dimension-step of fastgt.run's loop (Setup A), median "
+    print(f"\nns = nanoseconds per node-dimension-step of fastgt.run's loop (noise "
+          f"{args.noise[0]}), median "
           f"(min) of {args.repeats} interleaved repeats; ratios of medians against the ring in "
           "the same process; bound: bench/limits.py's no-overlap bound of the ring's step.")
     if steps:

@@ -136,7 +136,8 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     fastgt.run_batch for their meaning."""
     t_start = time.perf_counter()
     algo = get_algorithm(algorithm)
-    given, d = d, check_int("d", PARAMS["d"].default if d is None else d, 1)  # given: as built_problem takes it
+    given = d  # as built_problem takes it
+    d = check_int("d", PARAMS["d"].default if d is None else d, 1)
     steps = check_int("steps", steps, 1)
     record_every = check_int("record_every", record_every, 1)
     local_steps = 1 if local_steps is None else PARAMS["local_steps"].validate("local_steps",

@@ -58,13 +58,13 @@ class Param:
         return None if self.choices is None else tuple(self.choices())
 
     def validate(self, name: str, value):
-        """The canonical value (floats as float; a topology table, or a list of them, as
-        canonical_tables's sorted JSON text), or FastGTError naming what is allowed."""
+        """The canonical value (floats as float, a list of tables as sorted JSON text), or
+        FastGTError naming what is allowed (a table's entries: check_tables)."""
         if self.tables and isinstance(value, str) and self.is_value(_json(value)):
-            value = _json(value)
+            check_tables(name, _json(value))  # JSON text (the CLI's): kept as given
         if self.is_value(value):
-            value = json.dumps(canonical_tables(name, value), sort_keys=True,
-                               separators=(",", ":"))
+            check_tables(name, value)
+            value = json.dumps(value, sort_keys=True, separators=(",", ":"))
         ok = isinstance(value, self.kind) and not (self.kind is not bool and isinstance(value, bool))
         if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
             value, ok = float(value), True
@@ -123,42 +123,38 @@ def _is_table(t) -> bool:
     return isinstance(t, dict) and isinstance(t.get("topology"), str)
 
 
-def canonical_tables(name: str, value):
-    """A topology table ({"topology": "ring", "n": 16, ...}), or a list of them, in one
-    spelling per matrix: each entry typed as its parameter declares (alpha = 1 is 1.0) and
-    left out where it equals the family's default, so that a grid's cells, and their ids,
-    are the same whether a table spells a default out or not (a table that sets no default
-    and types its numbers keeps its text, and its cells their ids). A key the family does
-    not take is an error naming the ones it does."""
+def check_tables(name: str, value) -> None:
+    """A topology table ({"topology": "ring", "n": 16, ...}), or a list of them, checked
+    entry by entry where a grid file gives it, so that a mistake is named at its line: the
+    family, a key it does not take, a scalar its parameter refuses, a required key left
+    out. The value is kept as written (its sorted JSON is part of the cell ids of existing
+    sweeps: spelling a default out makes another cell, as for the run's own parameters);
+    lists in it (inline edges, cycle's tables) are judged when the topology is built."""
     if isinstance(value, list):
-        return [canonical_tables(name, t) for t in value]
+        for t in value:
+            check_tables(name, t)
+        return
     if not _is_table(value):
-        return value  # not a topology table: the parameter's check says what is
+        return  # not a topology table: the parameter's check says what is
     from .topology import TOPO_RENAME, family_params
 
     family = value["topology"]
     check_choice(f"{name}'s topology", family, tuple(_families()))
     defaults = {TOPO_RENAME.get(k, k): v for k, v in family_params(family).items()}
-    out = {"topology": family}
     for key, val in value.items():
         if key == "topology":
             continue
         if key not in defaults or key not in PARAMS:
             raise FastGTError(f"{name}: {key} does not apply to topology {family!r}: allowed "
                               f"{', '.join(defaults)}")
-        try:
-            val = PARAMS[key].validate(key, val)
-        except FastGTError as err:
-            raise FastGTError(f"{name}: {err}") from None
-        if PARAMS[key].tables:  # cycle's matrices inside a table: kept as a structure
-            val = json.loads(val)
-        default = defaults[key]
-        if not (type(val) is type(default) and val == default):
-            out[key] = val
-    missing = [k for k, default in defaults.items() if default is REQUIRED and k not in out]
+        if isinstance(val, (bool, int, float, str)):
+            try:
+                PARAMS[key].validate(key, val)
+            except FastGTError as err:
+                raise FastGTError(f"{name}: {err}") from None
+    missing = [k for k, default in defaults.items() if default is REQUIRED and k not in value]
     if missing:
         raise FastGTError(f"{name}: topology {family!r} needs {', '.join(missing)}")
-    return out
 
 
 def _json(text):
@@ -287,8 +283,8 @@ def scoped(scope: str) -> dict:
 PER_CELL = tuple(k for k, p in PARAMS.items() if p.per_cell)
 
 #: run parameters a sweep's cell holds only when set (so that the ids of sweeps from before
-#: they existed stay), with the value a cell that does not set them runs with: a cell that
-#: spells that value out is the same cell (same id), and result columns show it
+#: they existed stay), with the value a cell that does not set them runs with: the result
+#: columns show it (a cell that spells it out has another id, as for any default)
 IMPLICIT = {"local_steps": 1, "allow_unstable": False, "dtype": "float64"}
 
 

@@ -30,9 +30,10 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     noise: "gaussian" (Setup A), "structured" (Setup B) or "none", with
     (1/n) sum_i E||noise_i||^2 = sigma2. x0: (n, d) initial iterates (default i.i.d.
     N(0, 1) from ``seed``). d: the dimension, default 100; a problem with a data file has
-    the file's (a d given beside it that differs is refused). threads: numba threads (default: all, or 1 for runs below
-    ``config.SMALL_RUN`` node-dimensions, where a second thread slows each step down; the
-    numbers never depend on it). progress: optional callable(steps_done) after each record.
+    the file's (a d given beside it that differs is refused). threads: numba threads
+    (default: all, or 1 for runs below ``config.SMALL_RUN`` node-dimensions, where a second
+    thread slows each step down; the numbers never depend on it). progress: optional
+    callable(steps_done) after each record.
     local_steps: communicate on every k-th step only (t + 1 divisible by k), mixing with
     the identity on the others (the paper's local-step relaxation).
     allow_unstable: run even on a topology outside the algorithm's stability condition

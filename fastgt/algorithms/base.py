@@ -146,12 +146,13 @@ def chain(indptr: np.ndarray, indices: np.ndarray, n: int, lines: int) -> tuple:
     """(o, gcd(n, o), n / gcd) when every row i of the matrix mixes row (i + o) mod n only
     (besides itself: the one-peer graph's steps), so that a step takes its rows in chain
     order (kernels/mixing.py: chain_row), else (0, 0, 0); only where it pays (``lines``:
-    cache lines of a state row): where o rows span CHAIN_BYTES or more, in row order a
-    partner row is read again o rows later, from memory (L2 holds a few hundred kB of the
-    two arrays a step streams). Measured: docs/engine.md (one-peer / ring 1.14 -> 1.04 at
-    n = 32768, noiseless D-SGD; far steps 0.77-0.97x the time); a step of 512 rows' offset
-    measured slower in chain order (runs of 16 rows at n = 30000: up to 1.2x), hence the
-    threshold. Judged on up to SAMPLE rows, as ahead."""
+    cache lines of a state row): where min(o, n - o) rows span CHAIN_BYTES or more, in
+    row order a partner row is read again o rows later (or was read n - o rows before),
+    from memory (L2 holds a few hundred kB of the two arrays a step streams). Temporal
+    blocking is then off (kernels/temporal.py: plan). Measured: docs/engine.md (one-peer
+    / ring 1.14 -> 1.04 at n = 32768, noiseless D-SGD; far steps 0.77-0.97x the time); a
+    step of 512 rows' offset measured slower in chain order (runs of 16 rows at n = 30000:
+    up to 1.2x), hence the threshold. Judged on up to SAMPLE rows, as ahead."""
     lengths = np.diff(indptr)
     if n < 2 or lengths.min() < 1 or lengths.max() > 3 or lengths.min() != lengths.max():
         return 0, 0, 0
@@ -163,7 +164,7 @@ def chain(indptr: np.ndarray, indices: np.ndarray, n: int, lines: int) -> tuple:
     if len(others) != 1:
         return 0, 0, 0
     o = int(others[0])
-    if o * lines * LINE < CHAIN_BYTES:
+    if min(o, n - o) * lines * LINE < CHAIN_BYTES:  # a partner just behind is in cache too
         return 0, 0, 0
     g = math.gcd(n, o)
     return o, g, n // g

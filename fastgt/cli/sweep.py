@@ -3,6 +3,7 @@ which only read, are in results.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -167,6 +168,7 @@ def _read(store, sub: str, where):
     """DIR/<sub>'s rows matching every KEY=VALUE (or KEY=V1,V2: any of them) of --where,
     pushed down to the files."""
     from ..errors import bad
+    from ..params import PARAMS
     from ..sweep.grid import literal, split_values
 
     conds: dict = {}
@@ -174,7 +176,10 @@ def _read(store, sub: str, where):
         key, eq, val = cond.partition("=")
         if not eq:
             raise bad("--where", cond, "KEY=VALUE or KEY=V1,V2")
-        values = {literal(v) for v in split_values(val)}
+        values = [literal(v) for v in split_values(val)]
+        # a parameter's values as its cells hold them (a TOML table: its sorted JSON text)
+        values = {PARAMS[key].validate(key, v) if key in PARAMS
+                  else json.dumps(v) if isinstance(v, dict | list) else v for v in values}
         conds[key] = conds[key] & values if key in conds else values  # repeated: both hold
         if not conds[key]:
             raise FastGTError(f"no results to plot (where {' '.join(where)})")

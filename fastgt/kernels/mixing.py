@@ -34,11 +34,12 @@ def chain_row(q, n, o, g, L):
     """(row, run) at position q of a step whose every row i mixes row (i + o) mod n only
     (the one-peer graph's): rows a + k o (mod n), a < g = gcd(n, o), k < L = n / g, in
     groups of CHAIN_ROWS residues a, each group k by k; ``run``: the positions from q on
-    whose rows follow row by row, CHAIN_ROWS or fewer (none past row n - 1). Rows i + o, read as partners
-    of a batch, are then the next batch's own rows while they are in cache (in row order
-    they are read again o rows later: from memory, once o rows outgrow the cache). A
-    bijection of [0, n); the order changes no value (a row reads the previous step's
-    arrays only). Three divisions: once per run (steps.sweep loops over a run's rows)."""
+    whose rows follow row by row, CHAIN_ROWS or fewer (none past row n - 1). Rows i + o,
+    read as partners of a batch, are then the next batch's own rows while they are in
+    cache (in row order they are read again o rows later: from memory, once o rows outgrow
+    the cache). A bijection of [0, n); the order changes no value (a row reads the
+    previous step's arrays only). Three divisions: once per run (steps.sweep loops over a
+    run's rows)."""
     G = q // (CHAIN_ROWS * L)
     r = q - G * CHAIN_ROWS * L
     s = min(CHAIN_ROWS, g - G * CHAIN_ROWS)

@@ -71,9 +71,8 @@ from .temporal import SHARED_ROWS, tile
 
 #: the kernels' bundles (fields: module docstring)
 State = namedtuple("State", "S1 S2 S3 scratch grads part means", module=__name__)
-Mixing = namedtuple("Mixing",
-                    "indptr indices weights beta mean gamma local period ymat drawn own ahead chain",
-                    module=__name__)
+Mixing = namedtuple("Mixing", "indptr indices weights beta mean gamma local period ymat drawn "
+                    "own ahead chain", module=__name__)
 Oracle = namedtuple("Oracle", "seed kind scale xi uv dv d data", module=__name__)
 #: cell c's mixing, as a row update reads it: W's CSR pattern, the cell's weights (nnz,),
 #: mean weight and stepsize, the column means (dp,) of the first and second mixed arrays;

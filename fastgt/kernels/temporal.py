@@ -201,7 +201,8 @@ def plan(mix, n: int, row_bytes: int, temporal=None) -> Plan:
     the matrices are a grid's, in blocks of up to ``nodes`` nodes of a grid row, regions of
     about ``rows`` nodes (tests, benchmarks); where the schedule allows it at all."""
     off = Plan(1, int(n_blocks(n)))
-    if temporal is False or mix.mean.any() or mix.drawn >= 0:
+    # nor chain order (Mixing.chain), whose blocks are rows spread over the whole state
+    if temporal is False or mix.mean.any() or mix.drawn >= 0 or mix.chain[:, 0].any():
         return off
     auto, size = temporal is None, n * row_bytes
     if auto:

@@ -87,7 +87,8 @@ class ProblemSpec:
         """The instance; the last few built are kept (a problem with data reads, splits
         and solves once per process, however many runs use it)."""
         builder = PROBLEMS[self.name]
-        try:  # a parameter naming a file (data=): with its size and time, read again when it changes
+        try:  # a parameter naming a file (data=): with its size and time (a file rewritten
+            # in place is read again)
             stamps = [_stamp(v) for v in self.params.values() if isinstance(v, str)]
             key = (builder, json.dumps([self.params, n, d, stamps], sort_keys=True))
         except TypeError:  # array parameters: built each time (cheap: drawn quadratics)

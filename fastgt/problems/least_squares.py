@@ -7,7 +7,8 @@ from .samples import LABEL_NOISE, SAMPLES, SPLIT_ALPHA, SampleProblem, build
 
 def least_squares(n: int, d: int, data: str = "synthetic", samples: int = SAMPLES,
                   split: str = "iid", split_alpha: float = SPLIT_ALPHA, batch_size: int = 1,
-                  reg: float = 0.0, label_noise: float = LABEL_NOISE, seed: int = 0) -> SampleProblem:
+                  reg: float = 0.0, label_noise: float = LABEL_NOISE,
+                  seed: int = 0) -> SampleProblem:
     """Node i's rows (A_i, b_i) of a data set split across the nodes (``split``: iid,
     dirichlet with ``split_alpha`` on the deciles of b, sorted). ``data="synthetic"``:
     ``samples`` rows per node, a ~ N(0, I/d), b = a^T x_planted + N(0, label_noise^2); or a

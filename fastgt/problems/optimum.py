@@ -3,7 +3,7 @@ on the whole data set: scipy's L-BFGS-B, then, up to d = DIRECT_MAX, exact polis
 (least squares: one regularized least-squares solve; otherwise Newton steps on the exact
 Hessian while it is positive definite), so that ||grad f(x*)|| is at rounding level and f*
 is exact to far better than 1e-10 relative. A point whose gradient is not small is
-refused, and so is logistic regression without reg on separable data (no minimizer: f
+refused, and so is the logistic loss without reg on separable data (no minimizer: f
 tends to 0 along a separating direction, and the solver's point has a tiny gradient)."""
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ def solve(prob) -> np.ndarray:
     x = _lbfgs(prob)
     if prob.d <= DIRECT_MAX:
         x = _least_squares(prob) if prob.loss_code == 0 and prob.rkind == 0 else _newton(prob, x)
-    if prob.loss_code == 1 and prob.rkind == 0 and prob.reg == 0 and \
+    if prob.loss_code == 1 and prob.reg == 0 and \
             float(prob.f(x)) < np.log(2) * float(prob.weights.min()):
         # every margin is positive at x (a row with margin <= 0 alone adds w_s log 2): the
-        # data are separable, f -> 0 along x, and no finite point attains it
+        # data are separable, f -> 0 along x, and no finite point attains it (with reg = 0
+        # either regularizer is zero: logistic and nonconvex alike)
         raise FastGTError(f"{prob.name} with reg = 0 has no minimizer on these data: they are "
                           "linearly separable (f -> 0 as ||x|| grows); allowed reg > 0")
     g0 = max(1.0, float(np.linalg.norm(prob.full_grad(np.zeros(prob.d)))))

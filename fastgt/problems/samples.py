@@ -29,7 +29,7 @@ from numba import njit
 from scipy.special import expit
 
 from ..config import INLINE_FLAGS
-from ..data import read_file, split_rows, synthetic
+from ..data import SPLITS, read_file, split_rows, synthetic
 from ..errors import FastGTError, check_choice, check_float, check_int
 from ..kernels.oracles import ProblemKernels, noise_at
 from ..kernels.rng import row_key, uniform_index
@@ -381,6 +381,8 @@ def build(name: str, n: int, d: int, loss: str, rkind: str, data: str, samples: 
     batch_size = check_int("batch_size", batch_size, 1)
     reg = check_float("reg", reg, 0.0)
     label_noise = check_float("label_noise", label_noise, 0.0)
+    check_choice("split", split, tuple(SPLITS))  # both before the check that they fit
+    split_alpha = check_float("split_alpha", split_alpha, 0.0, lo_open=True)
     if not isinstance(data, str) or not data:
         raise FastGTError(f"data={data!r} is invalid: allowed 'synthetic' or the path of a "
                           "LIBSVM, .npz or .parquet file")

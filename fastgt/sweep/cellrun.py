@@ -15,7 +15,7 @@ import warnings
 from ..errors import FastGTWarning
 from ..flat import cell_problem, cell_topology, table_topology
 from ..metrics import METRICS, PROBLEM_COLUMNS
-from ..params import PER_CELL
+from ..params import IMPLICIT, PER_CELL
 from ..procs import process_start
 from ..theory import THEORY_COLUMNS
 
@@ -39,9 +39,7 @@ def run_arguments(params: dict, topologies: dict | None = None) -> dict:
             **{k: params[k] for k in keys},
             # a data file's d is the file's (the grid refused any other before running)
             "d": params["d"] if params.get("data", "synthetic") == "synthetic" else None,
-            "local_steps": params.get("local_steps", 1),
-            "allow_unstable": params.get("allow_unstable", False),
-            "dtype": params.get("dtype", "float64"),
+            **{k: params.get(k, v) for k, v in IMPLICIT.items()},
             "topology_y": params.get("topology_y") and table_topology(params["topology_y"],
                                                                       topologies)}
 

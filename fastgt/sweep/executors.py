@@ -388,7 +388,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     try:
         if todo:
             units = sorted({(c.params["algorithm"], c.params["problem"],
-                             c.params.get("dtype", "float64")) for c in todo})
+                             c.params.get("dtype", IMPLICIT["dtype"])) for c in todo})
             _drift_notes(units)
             backend = make_backend(executor, workers, threads, scheduler, units)
         store = Store(out)

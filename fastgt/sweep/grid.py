@@ -42,7 +42,7 @@ from ..flat import (
     table_topology,
     topology_params,
 )
-from ..params import PARAMS, is_implicit, scoped
+from ..params import PARAMS, scoped
 from ..problems.noise import check_noise_topology
 from ..topology import FAMILIES
 
@@ -57,7 +57,8 @@ GRID_FAMILIES = tuple(FAMILIES)
 #: scope; every one is a declared column of the results
 RUN_PARAMS, TOPOLOGY_PARAMS, PROBLEM_PARAMS = (scoped(s) for s in ("run", "topology", "problem"))
 #: defaults of the run parameters (those of fastgt.run); topology is required (the
-#: parameters without one, params.IMPLICIT, are in a cell only when set to another value)
+#: parameters without one, params.IMPLICIT and topology_y, are in a cell only when set:
+#: the ids of sweeps from before they existed stay)
 RUN_DEFAULTS = {k: p.default for k, p in RUN_PARAMS.items()
                 if k != "topology" and p.default is not None}
 
@@ -78,8 +79,7 @@ def canonical(params: dict) -> dict:
     """
     if "topology" not in params:
         raise _keyed("topology", f"topology is required: allowed {', '.join(GRID_FAMILIES)}")
-    out = {**RUN_DEFAULTS, **{k: v for k, v in params.items()
-                              if k in RUN_PARAMS and not is_implicit(k, v)}}
+    out = {**RUN_DEFAULTS, **{k: v for k, v in params.items() if k in RUN_PARAMS}}
     topo = topology_params(out["topology"])
     prob = problem_flat_params(out["problem"])
     for key, val in params.items():
@@ -328,8 +328,9 @@ def _split_option(flag: str, opt: str) -> tuple[str, str]:
 
 
 def split_values(text: str) -> list[str]:
-    """--param's (and plot --where's) values: ``text`` split at the commas outside brackets, braces and quotes
-    (a topology table or a list of them is one value: '{"topology": "ring", "n": 8}')."""
+    """--param's (and plot --where's) values: ``text`` split at the commas outside
+    brackets, braces and quotes (a topology table or a list of them is one value:
+    '{"topology": "ring", "n": 8}')."""
     out, depth, quote, start = [], 0, None, 0
     for i, ch in enumerate(text):
         if quote:

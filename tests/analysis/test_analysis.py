@@ -188,6 +188,9 @@ def test_summary_title_says_what_was_run_and_what_the_bars_are(results, tmp_path
     (["--x", "nope"], "x='nope' is not a column of the results"),
     (["--x", "n", "--where", "n=5"], "no results to plot"),
     (["--x", "n", "--where", "size=5"], "'size' is not a column"),
+    (["--x", "n", "--where", 'topology_y={topology = "ring", n = 8},{topology = "star", n = 8}'],
+     "no results to plot"),  # tables as values: one each, in the cells' spelling
+    (["--x", "n", "--where", "n=[8, 16]"], "n=[8, 16] is invalid: allowed an integer"),
     ([], "--x is required: allowed a parameter name"),
 ])
 def test_plot_errors(results, tmp_path, args, fragment):

@@ -211,3 +211,32 @@ def test_chain_order_keeps_the_bits(algorithm, monkeypatch):
                                       if k not in ("topology", "seed", "stepsize")})[0]
         np.testing.assert_array_equal(chained.state["X"], rows.state["X"])
         np.testing.assert_array_equal(chained.records, rows.records)
+
+
+def test_chain_order_and_temporal_blocking_exclude_each_other(monkeypatch):
+    """A pass of temporal blocking advances blocks of neighbouring rows; in chain order a
+    block's rows are spread over the state, so a schedule with chain order runs step by
+    step. Two shifts by one row (neighbours: passes are planned for them), forced into
+    chain order: no passes, and the bits of the run with passes."""
+    import scipy.sparse as sp
+
+    from fastgt.algorithms import Batch, Cell, base
+    from fastgt.problems import make_noise
+
+    n = 2000
+    shift = sp.eye(n, k=1, format="csr") + sp.eye(n, k=1 - n, format="csr")
+    W = fastgt.topology("cycle", matrices=[(sp.eye(n) + shift) / 2, (sp.eye(n) + shift.T) / 2])
+    problem = fastgt.problem("quadratic").build(n, 100)
+
+    def planned():
+        return Batch([Cell(W, make_noise("none", 1.0, 100, W), 0.1, 0)], problem).plan
+
+    assert planned().levels > 1 and not base.schedule([W], np.array([0.1]), 1, 13).chain.any()
+    kw = {"topology": W, "d": 100, "steps": 12, "record_every": 12, "noise": "none",
+          "stepsize": 0.1, "threads": 1}
+    passes = fastgt.run(**kw)
+    monkeypatch.setattr(base, "CHAIN_BYTES", 0)
+    assert base.schedule([W], np.array([0.1]), 1, 13).chain[:2, 0].tolist() == [1, n - 1]
+    assert planned().levels == 1
+    chained = fastgt.run(**kw)
+    np.testing.assert_array_equal(chained.state["X"], passes.state["X"])

@@ -244,8 +244,9 @@ def test_separable_data_without_reg_have_no_minimizer_and_are_refused(tmp_path):
     y[:4] = -y[:4]  # overlapping classes (with this seed): a minimizer
     np.savez(tmp_path / "overlap.npz", X=X, y=y)
     sep, overlap = str(tmp_path / "sep.npz"), str(tmp_path / "overlap.npz")
-    with pytest.raises(FastGTError, match="reg = 0 has no minimizer on these data: they are "
-                                          "linearly separable"):
-        _ = fastgt.problem("logistic", data=sep, reg=0.0).build(4, 1).fstar
+    for name in ("logistic", "nonconvex"):  # reg = 0: the same loss
+        with pytest.raises(FastGTError, match=f"{name} with reg = 0 has no minimizer on these "
+                                              "data: they are linearly separable"):
+            _ = fastgt.problem(name, data=sep, reg=0.0).build(4, 1).fstar
     assert fastgt.problem("logistic", data=sep, reg=0.01).build(4, 1).fstar > 0
     assert fastgt.problem("logistic", data=overlap, reg=0.0).build(4, 1).fstar > 0

@@ -120,7 +120,12 @@ class TimeVarying:
 
     def spectrum(self, vectors: bool = False, method: str = "auto") -> PeriodSpectrum:
         """The PeriodSpectrum (module docstring); ``vectors``: refused (no eigenvectors of a
-        changing W)."""
+        changing W), and so is a ``method`` other than auto (its values are closed forms
+        or the period's product: no eigensolver choice applies)."""
+        if method != "auto":
+            raise FastGTError(f"method={method!r} does not apply to the time-varying "
+                              f"{self.name}: allowed 'auto' (its values are closed forms or "
+                              "the product over a period)")
         if vectors:
             raise FastGTError(f"{self.name} is time-varying: it has no eigenvectors (they "
                               "are a static topology's: structured noise and the theory)")

@@ -208,6 +208,16 @@ def test_cycle_tables_are_steps_not_topologies_of_their_own():
                                   fastgt.topology("cycle", matrices=bipartite).period[1].to_dense())
 
 
+def test_a_time_varying_spectrum_takes_no_eigensolver():
+    """Its values are closed forms or the period's product: a method asked for would be
+    silently ignored (fastgt topo --method dense said 'closed')."""
+    W = fastgt.topology("one_peer_exponential", n=16)
+    assert W.spectrum(method="auto").p_eff > 0
+    with pytest.raises(FastGTError, match="method='dense' does not apply to the time-varying "
+                                          "one_peer_exponential: allowed 'auto'"):
+        W.spectrum(method="dense")
+
+
 def test_cycle_of_a_time_varying_topology_is_refused():
     with pytest.raises(FastGTError, match="static mixing matrices"):
         fastgt.topology("cycle", matrices=[fastgt.topology("random_matching", n=4)])

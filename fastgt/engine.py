@@ -20,9 +20,10 @@ from .algorithms.base import warn_drift
 from .config import DIVERGE_FACTOR, SMALL_RUN
 from .errors import FastGTError, bad, check_choice, check_float, check_int
 from .kernels.metrics import KERNEL_METRICS
+from .kernels.oracles import NONE
 from .params import PARAMS
 from .precision import rounding_limited, step_floors
-from .problems import make_noise
+from .problems import NOISES, make_noise
 from .problems import problem as get_problem
 from .runtime import numba_threads
 from .topology import MixingMatrix, TimeVarying
@@ -113,6 +114,16 @@ class Plan:
     parallel: str
     t_start: float
     topology_y: object = None
+
+
+def check_sigma2(noise: str, sigma2) -> None:
+    """One-line FastGTError when a sigma2 other than its default is given with a noise that
+    adds none (none, full, minibatch): it would be recorded and ignored (in a grid:
+    identical cells under different ids). None: not given."""
+    if sigma2 is not None and NOISES[noise] == NONE and sigma2 != PARAMS["sigma2"].default:
+        added = ", ".join(repr(k) for k, v in NOISES.items() if v != NONE)
+        raise FastGTError(f"sigma2={sigma2:g} applies to noise {added} only: noise={noise!r} "
+                          "adds none (leave sigma2 out)")
 
 
 def built_problem(spec, n: int, d: int | None):
@@ -245,7 +256,10 @@ def _parse_cell(cell: dict, noise: str, d: int) -> Cell:
                   "fastgt.topology('ring', n=300)")
     gamma = check_float("stepsize", cell.get("stepsize", 0.01), 0.0, lo_open=True)
     seed = check_int("seed", cell.get("seed", 0), 0, 2**63 - 1)
-    nz = make_noise(noise, cell.get("sigma2", 1.0), d, W)
+    sigma2 = cell.get("sigma2")
+    check_choice("noise", noise, tuple(NOISES))
+    check_sigma2(noise, sigma2)
+    nz = make_noise(noise, PARAMS["sigma2"].default if sigma2 is None else sigma2, d, W)
     return Cell(W, nz, gamma, seed, cell.get("x0"))
 
 

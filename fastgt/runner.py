@@ -15,7 +15,8 @@ __all__ = ["CELL_KEYS", "METRICS", "RunResult", "run", "run_batch"]
 
 
 def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, problem="quadratic",
-        noise: str = "gaussian", sigma2: float = 1.0, d: int | None = None, stepsize: float = 0.01,
+        noise: str = "gaussian", sigma2: float | None = None, d: int | None = None,
+        stepsize: float = 0.01,
         steps: int = 1000, record_every: int = 100, seed: int = 0, x0=None,
         threads: int | None = None, progress=None, local_steps: int = 1,
         allow_unstable: bool = False, topology_y=None, dtype: str = "float64",
@@ -28,7 +29,8 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     self_weight=0.2``; a random graph's seed is ``graph_seed``). problem: a name (its
     parameters flat as well: ``zeta=``, ``problem_seed=``) or ``fastgt.problem(...)``.
     noise: "gaussian" (Setup A), "structured" (Setup B) or "none", with
-    (1/n) sum_i E||noise_i||^2 = sigma2. x0: (n, d) initial iterates (default i.i.d.
+    (1/n) sum_i E||noise_i||^2 = sigma2 (default 1; refused other than 1 with a noise
+    that adds none: none, full, minibatch). x0: (n, d) initial iterates (default i.i.d.
     N(0, 1) from ``seed``). d: the dimension, default 100; a problem with a data file has
     the file's (a d given beside it that differs is refused). threads: numba threads
     (default: all, or 1 for runs below ``config.SMALL_RUN`` node-dimensions, where a second

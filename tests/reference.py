@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastgt.problems import make_noise
+from fastgt.kernels.oracles import NONE
+from fastgt.problems import NOISES, make_noise
 from fastgt.problems.noise import noise_matrix
+
+
+def given_sigma2(noise: str, sigma2: float):
+    """sigma2 as fastgt.run takes it with this noise: None (not given) with a noise that
+    adds none, where any other value than the default is refused."""
+    return None if NOISES[noise] == NONE else sigma2
 
 
 def gt_init(X, oracle, gamma):

@@ -200,6 +200,13 @@ class GridSpec:
                 except FastGTError as err:
                     raise FastGTError(f"{self.source}: cell with noise={noise}, {shown}: "
                                       f"{err}") from None
+            from ..engine import check_sigma2  # numba: only once a cell is judged
+
+            try:
+                check_sigma2(noise, cell.params["sigma2"])
+            except FastGTError as err:
+                raise FastGTError(f"{self._given('sigma2') or self.source}: cell with "
+                                  f"noise={noise}: {err}") from None
             algorithm = cell.params["algorithm"]
             unstable = bool(cell.params.get("allow_unstable"))
             if built[key] is None or (key, algorithm, unstable) in checked:

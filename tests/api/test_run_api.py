@@ -142,6 +142,9 @@ def test_flat_form_is_the_same_run():
       "problem 'logistic' (allowed data, samples, split, split_alpha, batch_size, reg, "
       "label_noise, problem_seed) (did you mean batch_size?)")),
     ({"n": 8}, "topology is required: allowed a family name with its parameters"),
+    ({"topology": "ring", "n": 8, "noise": "none", "sigma2": 2.0},
+     ("sigma2=2 applies to noise 'gaussian', 'structured', 'minibatch+gaussian' only: "
+      "noise='none' adds none (leave sigma2 out)")),
     ({}, "topology is required"),
     ({"topology": "ring", "n": 8, "problem": fastgt.problem("consensus"), "zeta": 1.0},
      "zeta does not apply to a built problem spec"),

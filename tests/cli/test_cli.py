@@ -228,11 +228,11 @@ def test_steps_zero_is_refused_and_one_default_everywhere():
     api = inspect.signature(fastgt.run).parameters
     cli = {p.name: p.default for p in run_cmd.params}
     grid = make_cell({"topology": "ring", "n": 8}).params
-    # fastgt.run's d=None is that default, or a data file's own d
-    api_d = fastgt.run(topology="ring", n=8, steps=1, noise="none").config["d"]
+    # fastgt.run's d=None and sigma2=None are those defaults (or a data file's own d)
+    ran = fastgt.run(topology="ring", n=8, steps=1, noise="none").config
     for key in ("steps", "stepsize", "record_every", "d", "sigma2", "seed", "noise", "problem",
                 "algorithm"):
-        api_default = api_d if key == "d" else api[key].default
+        api_default = ran[key] if key in ("d", "sigma2") else api[key].default
         assert cli[key] == api_default == grid[key] == RUN_DEFAULTS[key], key
     with pytest.raises(fastgt.FastGTError, match="steps=0"):
         make_cell({"topology": "ring", "n": 8, "steps": 0})

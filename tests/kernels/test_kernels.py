@@ -62,8 +62,8 @@ def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=Non
                              local_steps=1, dtype="float64"):
     """Run fastgt, replay the run with the reference, compare state and every trace row."""
     res = fastgt.run(algorithm=algorithm, topology=W, problem=problem, noise=noise,
-                     sigma2=sigma2, d=d, stepsize=GAMMA, steps=STEPS, record_every=RECORD,
-                     seed=seed, x0=x0, local_steps=local_steps, dtype=dtype,
+                     sigma2=ref.given_sigma2(noise, sigma2), d=d, stepsize=GAMMA, steps=STEPS,
+                     record_every=RECORD, seed=seed, x0=x0, local_steps=local_steps, dtype=dtype,
                      allow_unstable=True)  # d2 on a torus: short runs
     rtol = RTOL if dtype == "float64" else RTOL32
     assert all(np.asarray(a).dtype == dtype for a in res.state.values())

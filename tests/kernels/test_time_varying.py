@@ -56,8 +56,8 @@ def _check(algorithm, name, problem, noise, local_steps=1, seed=5):
     n = W.n
     x0 = _x0(n, d)
     res = fastgt.run(algorithm=algorithm, topology=W, problem=problem, noise=noise,
-                     sigma2=2.0, d=d, stepsize=GAMMA, steps=STEPS, record_every=RECORD,
-                     seed=seed, x0=x0, local_steps=local_steps)
+                     sigma2=ref.given_sigma2(noise, 2.0), d=d, stepsize=GAMMA, steps=STEPS,
+                     record_every=RECORD, seed=seed, x0=x0, local_steps=local_steps)
     inst = fastgt.problem(problem).build(n, d)
     noise_fn = ref.no_noise(n, d) if noise == "none" else ref.fastgt_noise(noise, 2.0, d, W, seed)
     states = ref.simulate(algorithm, _twin_W(name, W, seed, local_steps),

@@ -27,7 +27,8 @@ def _check(algorithm, case, problem, noise, local_steps=1, W=None, twin_W=None):
     Wy = fastgt.topology(yn, **yp)
     x0 = _x0(W.n, d)
     res = fastgt.run(algorithm=algorithm, topology=W, topology_y=Wy, problem=problem,
-                     noise=noise, sigma2=2.0, d=d, stepsize=GAMMA, steps=STEPS,
+                     noise=noise, sigma2=ref.given_sigma2(noise, 2.0), d=d, stepsize=GAMMA,
+                     steps=STEPS,
                      record_every=RECORD, seed=5, x0=x0, local_steps=local_steps)
     inst = fastgt.problem(problem).build(W.n, d)
     noise_fn = ref.no_noise(W.n, d) if noise == "none" else ref.fastgt_noise(noise, 2.0, d, W, 5)

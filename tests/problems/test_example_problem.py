@@ -84,7 +84,8 @@ def test_every_algorithm_matches_its_twin(lsq, algorithm, noise, batch_size):
     W, d, seed = fastgt.topology("erdos_renyi", n=12, prob=0.4, seed=3), 5, 4
     spec = fastgt.problem(lsq, samples=6, batch_size=batch_size, reg=0.1, seed=1)
     x0 = np.random.default_rng(7).normal(size=(W.n, d))
-    res = fastgt.run(algorithm=algorithm, topology=W, problem=spec, noise=noise, sigma2=0.5,
+    res = fastgt.run(algorithm=algorithm, topology=W, problem=spec, noise=noise,
+                     sigma2=ref.given_sigma2(noise, 0.5),
                      d=d, stepsize=GAMMA, steps=STEPS, record_every=RECORD, seed=seed, x0=x0)
     inst = spec.build(W.n, d)
     grad = _sampled_grad(inst, seed) if batch_size else lambda X, t: inst.grad(X)

@@ -180,7 +180,8 @@ def _check_twin(algorithm, noise, sparse, tmp_path, dtype="float64"):
     batch = 3 if noise.startswith("minibatch") else 1  # a batch_size acts under minibatch only
     spec = _spec("logistic" if sparse else "least_squares", path, batch_size=batch)
     x0 = np.random.default_rng(7).normal(size=(W.n, d))
-    res = fastgt.run(algorithm=algorithm, topology=W, problem=spec, noise=noise, sigma2=0.5,
+    res = fastgt.run(algorithm=algorithm, topology=W, problem=spec, noise=noise,
+                     sigma2=ref.given_sigma2(noise, 0.5),
                      d=d, stepsize=GAMMA, steps=STEPS, record_every=RECORD, seed=seed, x0=x0,
                      allow_unstable=True, dtype=dtype)
     rtol = RTOL if dtype == "float64" else 8 * STEPS * 2.0**-24

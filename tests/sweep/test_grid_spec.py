@@ -89,6 +89,15 @@ def test_set_and_param_override_the_file():
     assert [c.id for c in G.parse_spec(spec.to_toml()).cells()] == [c.id for c in cells]
 
 
+def test_sigma2_of_its_default_passes_with_a_noise_that_adds_none():
+    """Only a sigma2 that would be ignored is refused: the default, spelled out, is the
+    same cell as leaving it out."""
+    cells = G.parse_spec('[run]\ntopology = "ring"\nn = 8\nsigma2 = 1.0\n[[grid]]\n'
+                         'noise = ["none", "gaussian"]\n').cells()
+    assert [c.id for c in cells] == [c.id for c in G.parse_spec(
+        '[run]\ntopology = "ring"\nn = 8\n[[grid]]\nnoise = ["none", "gaussian"]\n').cells()]
+
+
 def test_param_without_grid_tables_creates_one():
     cells = G.parse_spec('[run]\ntopology = "ring"\nn = 8\n', params=["topology=ring,complete"]
                          ).cells()
@@ -154,6 +163,9 @@ ERRORS = [
      [], ["line 5: topology_y's topology='rign' is invalid: allowed one of 'ring'"]),
     ('[run]\ntopology = "one_peer_exponential"\nn = 8\nalgorithm = "d2"\n', [],
      ["algorithm=d2", "d2 needs a static W"]),
+    ('[run]\ntopology = "ring"\nn = 8\nsigma2 = 2.0\n[[grid]]\nnoise = ["gaussian", "full"]\n',
+     [], [("line 4: cell with noise=full: sigma2=2 applies to noise 'gaussian', "
+           "'structured', 'minibatch+gaussian' only")]),
     ('[run]\nn = 8\nnoise = "structured"\n[[grid]]\ntopology = ["ring", "random_matching"]\n',
      [], ["cell with noise=structured", ("noise='structured' follows W's extreme "
                                           "eigenvectors: it needs a static topology, not "

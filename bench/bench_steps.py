@@ -537,9 +537,12 @@ def ab_run(case: dict, W, steps: int, threads: int, record_every: int):
     import fastgt
 
     setup = case["setup"]
+    # no sigma2 without noise: fastgt refuses one that would be ignored (and the revision
+    # compared may predate sigma2=None)
+    sigma2 = {} if setup == "0" else {"sigma2": VARIANCE[setup]}
     return fastgt.run(algorithm=case["algorithm"], topology=W, noise=NOISES[setup], d=D,
-                      stepsize=stepsize(setup), sigma2=VARIANCE[setup], steps=steps,
-                      record_every=record_every, seed=0, threads=threads)
+                      stepsize=stepsize(setup), steps=steps, record_every=record_every,
+                      seed=0, threads=threads, **sigma2)
 
 
 def checksum(case: dict, W, threads: int) -> str:

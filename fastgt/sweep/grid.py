@@ -166,8 +166,9 @@ class GridSpec:
         disconnected or bipartite is not: that is one instance (its graph_seed), and its
         cell is recorded as failed while the rest of the sweep runs. An algorithm refused on
         its topology (d2 with lambda_n < -1/3) is an error too, unless allow_unstable, and so
-        is a topology_y that does not fit the cell (its algorithm, its n), and a noise its
-        problem cannot take (minibatch without data, batch_size without minibatch)."""
+        is a topology_y that does not fit the cell (its algorithm, its n), a noise its
+        problem or topology cannot take (minibatch without data, batch_size without
+        minibatch, structured on a time-varying W), and a sigma2 its noise would ignore."""
         free = {"seed", "stepsize", "sigma2", "steps", "record_every", "noise", "algorithm", "d",
                 "allow_unstable"}
         built: dict = {}  # key -> its topology (None: a degenerate random graph)

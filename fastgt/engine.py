@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -18,7 +19,15 @@ from .algorithms import Batch, Cell
 from .algorithms import algorithm as get_algorithm
 from .algorithms.base import warn_drift
 from .config import DIVERGE_FACTOR, SMALL_RUN
-from .errors import FastGTError, bad, check_choice, check_float, check_int
+from .errors import (
+    FastGTError,
+    FastGTWarning,
+    bad,
+    caller_level,
+    check_choice,
+    check_float,
+    check_int,
+)
 from .kernels.metrics import KERNEL_METRICS
 from .kernels.oracles import NONE
 from .params import PARAMS
@@ -156,6 +165,10 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     check_choice("parallel", parallel, ("auto", "cells", "blocks"))
     dtype = "float64" if dtype is None else PARAMS["dtype"].validate("dtype", dtype)
     warn_drift(algo, dtype)
+    if local_steps > steps:  # legitimate (a baseline without communication), but rarely meant
+        warnings.warn(f"local_steps={local_steps} > steps={steps}: no step of this run "
+                      "communicates (W = I throughout)", FastGTWarning,
+                      stacklevel=caller_level())
     spec = get_problem(problem)
     if not cells:
         raise bad("cells", cells, "a non-empty list of dicts")

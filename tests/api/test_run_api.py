@@ -217,3 +217,14 @@ def test_d2_refuses_a_topology_below_its_stability_condition():
     fastgt.run(topology=fastgt.topology("ring", n=12), **kw)
     with pytest.raises(FastGTError, match="allow_unstable='yes' is invalid: allowed true or false"):
         fastgt.run(topology=torus, allow_unstable="yes", **kw)
+
+
+def test_local_steps_beyond_the_run_warn_that_it_never_communicates():
+    import warnings
+
+    with pytest.warns(fastgt.FastGTWarning, match="local_steps=10 > steps=5: no step of this "
+                                                  "run communicates"):
+        fastgt.run(topology="ring", n=8, d=2, steps=5, local_steps=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fastgt.run(topology="ring", n=8, d=2, steps=10, local_steps=10)

@@ -128,18 +128,23 @@ class Plan:
 def check_sigma2(noise: str, sigma2) -> None:
     """One-line FastGTError when a sigma2 other than its default is given with a noise that
     adds none (none, full, minibatch): it would be recorded and ignored (in a grid:
-    identical cells under different ids). None: not given."""
-    if sigma2 is not None and NOISES[noise] == NONE and sigma2 != PARAMS["sigma2"].default:
+    identical cells under different ids). None: not given; an unknown noise is
+    make_noise's to name."""
+    if sigma2 is not None and NOISES.get(noise) == NONE and sigma2 != PARAMS["sigma2"].default:
         added = ", ".join(repr(k) for k, v in NOISES.items() if v != NONE)
         raise FastGTError(f"sigma2={sigma2:g} applies to noise {added} only: noise={noise!r} "
                           "adds none (leave sigma2 out)")
 
 
+def _dimension(d: int | None) -> int:
+    """d checked, None being PARAMS' default."""
+    return check_int("d", PARAMS["d"].default if d is None else d, 1)
+
+
 def built_problem(spec, n: int, d: int | None):
     """The instance of problem ``spec`` on n nodes in dimension d (None: PARAMS' default),
     or in a data file's own d, which a d given beside it must equal (one-line FastGTError)."""
-    default = d is None
-    d = check_int("d", PARAMS["d"].default if default else d, 1)
+    default, d = d is None, _dimension(d)
     prob = spec.build(n, d)
     if prob.d != d and not default:
         raise FastGTError(f"d={d} does not apply to data={spec.params.get('data')!r}: its d is "
@@ -156,8 +161,7 @@ def prepare(cells: list[dict], algorithm: str = "gt", problem="quadratic",
     fastgt.run_batch for their meaning."""
     t_start = time.perf_counter()
     algo = get_algorithm(algorithm)
-    given = d  # as built_problem takes it
-    d = check_int("d", PARAMS["d"].default if d is None else d, 1)
+    given, d = d, _dimension(d)  # given: as built_problem takes it
     steps = check_int("steps", steps, 1)
     record_every = check_int("record_every", record_every, 1)
     local_steps = 1 if local_steps is None else PARAMS["local_steps"].validate("local_steps",
@@ -270,7 +274,6 @@ def _parse_cell(cell: dict, noise: str, d: int) -> Cell:
     gamma = check_float("stepsize", cell.get("stepsize", 0.01), 0.0, lo_open=True)
     seed = check_int("seed", cell.get("seed", 0), 0, 2**63 - 1)
     sigma2 = cell.get("sigma2")
-    check_choice("noise", noise, tuple(NOISES))
     check_sigma2(noise, sigma2)
     nz = make_noise(noise, PARAMS["sigma2"].default if sigma2 is None else sigma2, d, W)
     return Cell(W, nz, gamma, seed, cell.get("x0"))

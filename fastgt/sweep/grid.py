@@ -171,6 +171,8 @@ class GridSpec:
         minibatch, structured on a time-varying W), and a sigma2 its noise would ignore."""
         free = {"seed", "stepsize", "sigma2", "steps", "record_every", "noise", "algorithm", "d",
                 "allow_unstable"}
+        from ..engine import check_sigma2  # numba: only once a spec is judged
+
         built: dict = {}  # key -> its topology (None: a degenerate random graph)
         problems: dict = {}  # key -> its problem, built once
         checked, noises = set(), set()
@@ -201,8 +203,6 @@ class GridSpec:
                 except FastGTError as err:
                     raise FastGTError(f"{self.source}: cell with noise={noise}, {shown}: "
                                       f"{err}") from None
-            from ..engine import check_sigma2  # numba: only once a cell is judged
-
             try:
                 check_sigma2(noise, cell.params["sigma2"])
             except FastGTError as err:

@@ -40,6 +40,9 @@ class Param:
     per_cell: bool = False
     #: "table" or "list" (of tables): such a value, kept as canonical JSON text
     tables: str | None = None
+    #: (other parameter, its values under which this one applies): elsewhere the cell
+    #: ignores it (a default, since other values are refused) and its column is null
+    applies: tuple | None = None
 
     def is_value(self, value) -> bool:
         """Whether a table (a list of tables) is one value of this parameter (not a grid
@@ -203,7 +206,8 @@ _DECLARED = [
           "data), minibatch+gaussian: with Setup A's noise added",
           choices=_noises, default="gaussian"),
     Param("sigma2", float, "run", "noise variance: (1/n) sum E||noise_i||^2", _float(0.0),
-          default=1.0, per_cell=True),
+          default=1.0, per_cell=True,
+          applies=("noise", ("gaussian", "structured", "minibatch+gaussian"))),
     Param("d", int, "run", "dimension", _int(1), default=100),
     Param("stepsize", float, "run", "stepsize gamma (fastgt theory gives the largest stable one)",
           _float(0.0, lo_open=True), default=0.01, per_cell=True),
@@ -257,17 +261,19 @@ _DECLARED = [
     Param("data", str, "problem", "least_squares, logistic, nonconvex: 'synthetic' or a data "
           "FILE (LIBSVM text, .npz with X and y, .parquet with a y or label column); a file "
           "fixes d"),
-    Param("samples", int, "problem", "synthetic data: rows per node", _int(1)),
+    Param("samples", int, "problem", "synthetic data: rows per node", _int(1),
+          applies=("data", ("synthetic",))),
     Param("split", str, "problem", "how the data's rows are split across the nodes: iid, "
           "dirichlet (label skew, split_alpha), sorted (by label)", choices=_splits),
     Param("split_alpha", float, "problem", "dirichlet split: concentration (smaller: more skew)",
-          _float(0.0, lo_open=True)),
+          _float(0.0, lo_open=True), applies=("split", ("dirichlet",))),
     Param("batch_size", int, "problem", "noise=minibatch: rows drawn (with replacement) per "
-          "gradient", _int(1)),
+          "gradient", _int(1), applies=("noise", ("minibatch", "minibatch+gaussian"))),
     Param("reg", float, "problem", "regularization weight (l2 for least_squares and logistic, "
           "sum x^2/(1+x^2) for nonconvex)", _float(0.0)),
     Param("label_noise", float, "problem", "synthetic data: probability of a flipped label "
-          "(logistic, nonconvex), noise std of the targets (least_squares)", _float(0.0)),
+          "(logistic, nonconvex), noise std of the targets (least_squares)", _float(0.0),
+          applies=("data", ("synthetic",))),
 ]
 
 #: name -> Param, in declared order (the order of the result columns)
@@ -286,6 +292,18 @@ PER_CELL = tuple(k for k, p in PARAMS.items() if p.per_cell)
 #: they existed stay), with the value a cell that does not set them runs with: the result
 #: columns show it (a cell that spells it out has another id, as for any default)
 IMPLICIT = {"local_steps": 1, "allow_unstable": False, "dtype": "float64"}
+
+
+#: parameters that apply to a cell only for some values of another (Param.applies)
+CONDITIONAL = {k: p.applies for k, p in PARAMS.items() if p.applies}
+
+
+def inapplicable(params: dict) -> list[str]:
+    """The keys of a cell's complete parameters that it ignores (Param.applies): split_alpha
+    without a dirichlet split, sigma2 with a noise that adds none, ...; their result columns
+    are null."""
+    return [k for k, (other, values) in CONDITIONAL.items()
+            if k in params and other in params and params[other] not in values]
 
 
 def is_implicit(key: str, value) -> bool:

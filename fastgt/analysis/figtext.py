@@ -7,25 +7,25 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import Formatter
 
+from ..params import CONDITIONAL
+
 #: the run parameters every report and summary figure names
 RUN_KEYS = ("n", "d", "steps", "stepsize", "sigma2")
 
 
-#: noises without an additive term, whose cells sigma2 means nothing to (those of kind NONE
-#: in fastgt.problems.NOISES, which imports numba: a test keeps the two the same)
-NO_SIGMA2 = ("none", "full", "minibatch")
-
-
 def describe_run(cells: pd.DataFrame, keys=RUN_KEYS) -> str:
     """"n = 60, d = 20, steps = 8000, stepsize = 0.001, sigma2 = 1" for the ``keys`` the cells
-    have (several values: "stepsize = 0.01 or 0.02"); sigma2 only where some cell's noise
-    has an additive term."""
-    if "noise" in cells.columns and cells["noise"].isin(NO_SIGMA2).all():
-        keys = [k for k in keys if k != "sigma2"]
+    have (several values: "stepsize = 0.01 or 0.02"), each from the cells it applies to
+    (params.CONDITIONAL: sigma2 only where a cell's noise adds it)."""
     parts = []
     for k in keys:
-        if k in cells.columns and cells[k].notna().any():
-            vals = sorted(cells[k].dropna().unique())
+        if k not in cells.columns:
+            continue
+        col = cells[k]
+        if k in CONDITIONAL and CONDITIONAL[k][0] in cells.columns:
+            col = col.where(cells[CONDITIONAL[k][0]].isin(CONDITIONAL[k][1]))
+        if col.notna().any():
+            vals = sorted(col.dropna().unique())
             parts.append(f"{k} = " + " or ".join(f"{v:g}" for v in vals))
     return ", ".join(parts)
 

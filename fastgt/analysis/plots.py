@@ -44,6 +44,10 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
     The title says what was run (``sweep``, the results' directory, when given; n, d,
     steps, stepsize, sigma2) and what the error bars are (the seeds behind each point)."""
     _check_columns(cells, x=x, y=y, hue=hue)
+    unset = int(cells[x].isna().sum())  # cells x does not apply to (split_alpha of iid ones)
+    if unset == len(cells):
+        raise FastGTError(f"x={x!r} has no value in these cells: it does not apply to them")
+    cells = cells[cells[x].notna()]
     by = [x] + ([hue] if hue else [])
     others = [c for c in parameter_columns(cells)
               if c not in (*by, "seed") and cells[c].nunique(dropna=False) > 1]
@@ -51,13 +55,21 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
     if agg.empty:
         raise FastGTError(f"no cell with status ok has a value of {y!r}")
     fig, ax = _figure()
+    # values without an order (algorithm, split, lazy) at evenly spaced ticks named by them
+    named = not pd.api.types.is_numeric_dtype(agg[x]) or pd.api.types.is_bool_dtype(agg[x])
+    ticks = {v: i for i, v in enumerate(sorted(agg[x].unique(), key=str))} if named else None
     for key, g in (agg.groupby(hue, dropna=False, sort=True) if hue else [(None, agg)]):
-        g = g.sort_values(x)
+        g = g.sort_values(x, key=(lambda col: col.map(ticks)) if named else None)
         m = g[f"{y}_mean"].to_numpy()
         err = np.vstack([m - g[f"{y}_ci_low"].to_numpy(), g[f"{y}_ci_high"].to_numpy() - m])
-        ax.errorbar(g[x].to_numpy(), m, yerr=np.nan_to_num(err), marker="o", capsize=3,
-                    label=None if hue is None else f"{key}")
-    ax.set_xscale("log" if (_wide_positive(agg[x]) if logx is None else logx) else "linear")
+        at = g[x].map(ticks).to_numpy() if named else g[x].to_numpy()
+        ax.errorbar(at, m, yerr=np.nan_to_num(err), marker="o", capsize=3,
+                    label=None if hue is None else _label(key))
+    if named:
+        ax.set_xticks(list(ticks.values()), [str(v) for v in ticks])
+        ax.set_xlim(-0.5, len(ticks) - 0.5)
+    else:
+        ax.set_xscale("log" if (_wide_positive(agg[x]) if logx is None else logx) else "linear")
     ax.set_yscale("log" if logy else "linear")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
@@ -70,6 +82,8 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
         title = f"mean over {over}; {error_bars(agg[f'{y}_count'], level, unit='cell')}"
     else:
         title = f"mean over seeds; {error_bars(agg[f'{y}_count'], level)}"
+    if unset:
+        title += f"; {unset} cells without {x} left out"
     head = "; ".join(t for t in (f"sweep {sweep}" if sweep else "", run) if t)
     ax.set_title(f"{head}\n{title}" if head else title, fontsize=9)
     if hue:
@@ -78,7 +92,10 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
     return fig
 
 
-#: what a trace can be drawn against: steps, or the costs counted per node
+def _label(value) -> str:
+    """A legend's entry for a parameter's value; "not set" where it has none (topology_y
+    of the cells without one, split_alpha of those it does not apply to)."""
+    return "not set" if pd.isna(value) else f"{value}"
 
 
 def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
@@ -94,7 +111,8 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
         raise FastGTError(f"no trace of these cells has a value of {y!r}")
     fig, ax = _figure()
     keys = traces[hue] if hue else pd.Series(0, index=traces.index)
-    numeric = hue is not None and pd.api.types.is_numeric_dtype(keys) and keys.nunique() > 1
+    numeric = (hue is not None and pd.api.types.is_numeric_dtype(keys)
+               and not pd.api.types.is_bool_dtype(keys) and keys.nunique() > 1)
     if numeric:
         from matplotlib import colormaps
         from matplotlib.colors import LogNorm, Normalize
@@ -108,9 +126,11 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
     for cell_id, g in traces.groupby("id", sort=True):
         g = g.sort_values("step")
         key = keys.loc[g.index[0]]
-        color = cmap(norm(key)) if numeric else palette[key]
-        label = None if numeric or hue is None or key in labelled else f"{key}"
-        labelled.add(key)
+        unset = pd.isna(key)  # grey, in the legend (a colour bar has no place for it)
+        color = "0.5" if unset else cmap(norm(key)) if numeric else palette[key]
+        label = None if hue is None or (numeric and not unset) or _label(key) in labelled \
+            else _label(key)
+        labelled.add(label)
         ax.plot(g[x], g[y], color=color, lw=1, alpha=0.8, label=label)
     ax.set_xscale("log" if logx else "linear")
     ax.set_yscale("log" if logy else "linear")
@@ -124,7 +144,7 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
         from matplotlib.cm import ScalarMappable
 
         fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label=hue)
-    elif hue:
+    if hue and (not numeric or "not set" in labelled):
         ax.legend(title=hue, fontsize=8)
     declutter_ticks(fig)
     return fig

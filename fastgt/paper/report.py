@@ -108,9 +108,10 @@ def theory_line(group: pd.DataFrame, param: str, metric: str, points: int = 40) 
         W = topology(first["topology"], **fixed, **{param: float(v)})
         sp = W.spectrum()
         try:
+            sigma2 = first["sigma2"]  # null where the noise adds none
             st = stationary(W, first["algorithm"], float(first["stepsize"]),
-                                   float(first["sigma2"]), problem=first["problem"],
-                                   noise=first["noise"], d=int(first["d"]))
+                            1.0 if pd.isna(sigma2) else float(sigma2), problem=first["problem"],
+                            noise=first["noise"], d=int(first["d"]))
         except FastGTError:
             return pd.DataFrame(columns=[param, "p", "c", metric])
         rows.append({param: v, "p": sp.p, "c": sp.c, metric: st[metric]})

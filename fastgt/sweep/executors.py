@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import FastGTError, check_choice, check_float, check_int
-from ..params import IMPLICIT
+from ..params import IMPLICIT, inapplicable
 from .cellrun import THREAD_ENV, failed_row, ping, run_cells, warm_cache, worker_init
 from .tasks import FLUSH_ROWS, FLUSH_SECONDS, MAX_BATCH, TASK_SECONDS, Planner
 
@@ -460,9 +460,11 @@ class _Pending:
     def add(self, cells: list, results: list, token: str) -> None:
         for cell, (row, trace, meta) in zip(cells, results):
             # the columns show what ran (a data file's d, not the grid's default; local_steps
-            # 1 where unset); the provenance keeps the cell's parameters, those of its id
+            # 1 where unset; null where the cell ignores a parameter); the provenance keeps
+            # the cell's parameters, those of its id
             ran = {"d": meta["run_config"]["d"]} if "run_config" in meta else {}
             ran |= {k: v for k, v in IMPLICIT.items() if k not in cell.params}
+            ran |= dict.fromkeys(inapplicable(cell.params))
             self.results.append((cell.id, {**cell.params, **ran}, row, trace,
                                  {**meta, "sweep": self.sweep, "params": cell.params}))
             self.rows += 0 if trace is None else len(trace)

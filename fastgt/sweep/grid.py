@@ -42,7 +42,7 @@ from ..flat import (
     table_topology,
     topology_params,
 )
-from ..params import PARAMS, scoped
+from ..params import PARAMS, inapplicable, scoped
 from ..problems.noise import check_noise_topology
 from ..topology import FAMILIES
 
@@ -178,7 +178,8 @@ class GridSpec:
         checked, noises = set(), set()
         for cell in cells:
             key = tuple(sorted((k, v) for k, v in cell.params.items() if k not in free))
-            shown = ", ".join(f"{k}={v}" for k, v in key)
+            ignored = inapplicable(cell.params)
+            shown = ", ".join(f"{k}={v}" for k, v in key if k not in ignored)
             if key not in built:
                 try:
                     problems[key] = self._problem(cell.params)

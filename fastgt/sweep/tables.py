@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 
 from ..errors import FastGTError
 from ..metrics import METRICS, PROBLEM_COLUMNS
-from ..params import IMPLICIT, PARAMS, is_implicit
+from ..params import CONDITIONAL, IMPLICIT, PARAMS, is_implicit
 from ..theory import THEORY_COLUMNS
 
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
@@ -40,8 +40,9 @@ def to_pandas(table: pa.Table):
     """A table as a DataFrame, integer columns as pandas' nullable Int64: a parameter that
     only some cells have (rows, graph_seed, ...) would otherwise come back as float64, and
     seeds beyond 2^53 would lose digits on the way; params.IMPLICIT's columns with the
-    value their cells ran with where a file has none. (pandas imported here only: status
-    and compact read without it.)"""
+    value their cells ran with where a file has none, and null where a cell ignores a
+    parameter (params.CONDITIONAL), as files written before that show it too. (pandas
+    imported here only: status and compact read without it.)"""
     import pandas as pd
 
     df = table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
@@ -49,6 +50,9 @@ def to_pandas(table: pa.Table):
         if key in df.columns and df[key].isna().any():
             kind = pd.Int64Dtype() if type(value) is int else type(value)
             df[key] = df[key].astype(object).where(df[key].notna(), value).astype(kind)
+    for key, (other, values) in CONDITIONAL.items():
+        if key in df.columns and other in df.columns:
+            df[key] = df[key].where(df[other].isin(values))
     return df
 
 
@@ -133,6 +137,8 @@ def expression(where, schema: pa.Schema, sub: str):
         term = pc.field(k).isin([_scalar(k, x, typ) for x in values])
         if any(is_implicit(k, x) for x in values):  # a file from before its column showed it
             term = term | pc.field(k).is_null()
+        if k in CONDITIONAL and CONDITIONAL[k][0] in schema.names:  # files from before its
+            term = term & pc.field(CONDITIONAL[k][0]).isin(CONDITIONAL[k][1])  # nulls
         expr = term if expr is None else expr & term
     return expr
 

@@ -145,6 +145,37 @@ def test_plot_data_are_the_seed_means(results):
         np.testing.assert_allclose(y, c / np.array([8, 16, 32]) * 1.05)  # mean of 1.0x, 1.1x
 
 
+def test_summary_names_unordered_values_and_leaves_out_cells_without_x(results):
+    """A text or bool x (algorithm, split, lazy) at evenly spaced ticks labelled by its
+    values (not 0, 1, 2); cells that x does not apply to (null) left out, the title says
+    how many; a hue without a value is "not set" in the legend."""
+    from fastgt.analysis.plots import curves, summary
+
+    cells, traces = load(results)
+    fig = summary(cells, x="algorithm", hue="n")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["dsgd", "gt"]
+    x, y = ax.containers[0].lines[0].get_data()  # n = 8: dsgd at 0, gt at 1
+    np.testing.assert_allclose(np.asarray(x, float), [0, 1])
+    np.testing.assert_allclose(y, np.array([3.0, 1.0]) / 8 * 1.05)
+    lazy = summary(cells.assign(lazy=cells["n"] > 8), x="lazy").axes[0]
+    assert [t.get_text() for t in lazy.get_xticklabels()] == ["False", "True"]
+    alpha = cells["n"].map({8: None, 16: 0.5, 32: 5.0}).astype(float)
+    part = summary(cells.assign(split_alpha=alpha), x="split_alpha", hue="algorithm").axes[0]
+    assert part.get_title().endswith(f"; {(cells['n'] == 8).sum()} cells without split_alpha "
+                                     "left out")
+    for c in part.containers:
+        np.testing.assert_allclose(np.asarray(c.lines[0].get_data()[0], float), [0.5, 5.0])
+    with pytest.raises(fastgt.FastGTError, match="x='split_alpha' has no value in these cells"):
+        summary(cells.assign(split_alpha=np.nan), x="split_alpha")
+    legend = summary(cells.assign(split_alpha=alpha), x="n", hue="split_alpha").axes[0]
+    assert [t.get_text() for t in legend.get_legend().get_texts()] == ["0.5", "5.0", "not set"]
+    hued = traces.assign(split_alpha=traces["n"].map({8: None, 16: 0.5, 32: 5.0}).astype(float))
+    ax = curves(hued, hue="split_alpha").axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["not set"]
+    assert {ln.get_color() for ln in ax.lines if ln.get_label() == "not set"} == {"0.5"}
+
+
 def test_summary_title_says_what_was_run_and_what_the_bars_are(results, tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 
@@ -162,12 +193,7 @@ def test_summary_title_says_what_was_run_and_what_the_bars_are(results, tmp_path
     assert "mean over seed, algorithm; error bars: 95% CI over 4 cells (Student t)" in mixed
     mixed = summary(cells[cells.seed == 0], x="n").axes[0].get_title()
     assert "mean over algorithm; error bars: 95% CI over 2 cells (Student t)" in mixed
-    # sigma2 only where a noise adds it: figtext's light list is the noises of kind NONE
-    from fastgt.analysis.figtext import NO_SIGMA2
-    from fastgt.kernels.oracles import NONE
-    from fastgt.problems import NOISES
-
-    assert set(NO_SIGMA2) == {k for k, kind in NOISES.items() if kind == NONE}
+    # sigma2 only where a noise adds it (params.CONDITIONAL)
     assert "sigma2 = 1" in title
     quiet = summary(cells.assign(noise="minibatch"), x="n", hue="algorithm")
     assert "sigma2" not in quiet.axes[0].get_title()

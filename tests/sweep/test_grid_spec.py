@@ -5,6 +5,7 @@ import itertools
 import json
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
@@ -281,6 +282,74 @@ def test_a_data_files_cells_show_its_d(tmp_path):
     store = fastgt.sweep.storage.Store(tmp_path / "o", create=False)
     assert store.provenance(cell.id)["params"] == cell.params and cell.params["d"] == 100
     assert fastgt.load(tmp_path / "o", where={"d": 3})[0]["id"].tolist() == [cell.id]
+
+
+def test_parameters_a_cell_ignores_are_null_in_its_columns(tmp_path):
+    """split_alpha without a dirichlet split, samples and label_noise beside a data file,
+    sigma2 and batch_size with a noise that takes none: null in the cells' and traces'
+    columns (a plot over split_alpha must not put iid cells at its default), in files
+    written before too (to_pandas, where-filters); the ids keep them (these from 4546308)."""
+    path = tmp_path / "tiny.npz"
+    np.savez(path, X=np.arange(40.0).reshape(20, 2) % 7, y=np.arange(20) % 2)
+    base = {"topology": "ring", "n": 8, "problem": "logistic", "data": "a.svm",
+            "noise": "minibatch", "batch_size": 4}
+    assert [G.make_cell({**base, "split": s}).id for s in ("iid", "dirichlet")] == [
+        "303fed32b8fb7359", "d9dd0064bd15cad6"]
+    assert G.make_cell({"topology": "ring", "n": 8, "noise": "none"}).id == "2a4f5df01317e4c6"
+    spec = tmp_path / "g.toml"
+    spec.write_text(f'[run]\ntopology = "ring"\nn = 4\nproblem = "logistic"\ndata = "{path}"\n'
+                    'steps = 20\nrecord_every = 10\n[[grid]]\nnoise = "minibatch"\n'
+                    'batch_size = 2\nsplit = ["iid", "dirichlet"]\n[[grid]]\nnoise = "full"\n'
+                    'split = "dirichlet"\nsplit_alpha = 0.5\n')
+    out = tmp_path / "o"
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), "--quiet"])
+    assert res.exit_code == 0, res.output
+    cols = ["split", "noise", "split_alpha", "batch_size", "sigma2", "samples", "label_noise"]
+    import pyarrow.parquet as pq
+
+    def rows(table):
+        return sorted((tuple(r.get(c) for c in cols) for r in table), key=repr)
+
+    want = rows([{"split": "dirichlet", "noise": "full", "split_alpha": 0.5},
+                 {"split": "dirichlet", "noise": "minibatch", "split_alpha": 1.0,
+                  "batch_size": 2},
+                 {"split": "iid", "noise": "minibatch", "batch_size": 2}])
+    assert rows(pq.read_table(out / "cells").to_pylist()) == want  # the files themselves
+    cells, traces = fastgt.load(out)
+    assert rows(cells.astype(object).where(cells.notna(), None).to_dict("records")) == want
+    assert traces.groupby("id")["split_alpha"].first().isna().sum() == 1
+    assert len(fastgt.load(out, where={"split_alpha": 1.0})[0]) == 1
+    # a file from before: the defaults written as values, read as null, filtered as such
+    store = fastgt.sweep.storage.Store(out, create=False)
+    old = pq.read_table(out / "cells").to_pandas()
+    old = old.fillna({"split_alpha": 1.0, "sigma2": 1.0, "samples": 100, "label_noise": 0.1,
+                      "batch_size": 1})
+    assert cells.shape[0] == 3 and store.ids() == set(cells["id"])
+    from fastgt.sweep.tables import expression, to_pandas
+
+    again = to_pandas(pa.Table.from_pandas(old, preserve_index=False))
+    assert rows(again.astype(object).where(again.notna(), None).to_dict("records")) == want
+    table = pa.Table.from_pandas(old, preserve_index=False)
+    kept = table.filter(expression({"split_alpha": 1.0}, table.schema, "cells"))
+    assert kept.column("split").to_pylist() == ["dirichlet"]
+
+
+def test_the_conditions_under_which_parameters_apply_are_the_engines():
+    """params.CONDITIONAL, written without importing numba, against what the engine does:
+    sigma2 for the noises that add a term, batch_size for those that draw rows, split_alpha
+    for a split that exists, samples and label_noise for the synthetic data's name."""
+    from fastgt.data import SPLITS
+    from fastgt.kernels.oracles import NONE
+    from fastgt.params import CONDITIONAL
+    from fastgt.problems import NOISES
+    from fastgt.problems.base import SAMPLED
+
+    assert CONDITIONAL["sigma2"] == ("noise", tuple(k for k, v in NOISES.items() if v != NONE))
+    assert CONDITIONAL["batch_size"] == ("noise", SAMPLED)
+    assert CONDITIONAL["split_alpha"] == ("split", ("dirichlet",)) and "dirichlet" in SPLITS
+    synthetic = problem_flat_params("logistic")["data"]
+    assert CONDITIONAL["samples"] == CONDITIONAL["label_noise"] == ("data", (synthetic,))
+    assert set(CONDITIONAL) == {"sigma2", "batch_size", "split_alpha", "samples", "label_noise"}
 
 
 def test_a_disconnected_random_graph_is_a_cell_not_a_spec_error():

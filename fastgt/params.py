@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 from dataclasses import dataclass
 from functools import partial
 
@@ -68,6 +69,8 @@ class Param:
         if self.is_value(value):
             check_tables(name, value)
             value = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        if self.kind is str and isinstance(value, os.PathLike):  # a file's path (data=Path)
+            value = os.fspath(value)
         ok = isinstance(value, self.kind) and not (self.kind is not bool and isinstance(value, bool))
         if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
             value, ok = float(value), True
@@ -223,8 +226,8 @@ _DECLARED = [
           "same n (JSON on the command line: '{\"topology\": \"ring\", \"n\": 16}')",
           _table, tables="table"),
     Param("allow_unstable", bool, "run", "run an algorithm on a topology outside its stability "
-          "condition (d2: lambda_n(W) > -1/3, a static W, local_steps 1) and let the divergence be "
-          "recorded"),
+          "condition (d2: lambda_n(W) > -1/3, a static W, local_steps 1; extra: symmetric "
+          "matrices) and let the divergence be recorded"),
     Param("dtype", str, "run", "element type of the state: float64 (default) or float32 (half "
           "the memory and traffic; arithmetic stays float64, rounded where stored)",
           choices=_dtypes),

@@ -303,9 +303,12 @@ def unstable_message(W, algorithm: str, stepsize: float, problem="quadratic",
                      local_steps: int = 1, topology_y=None) -> str:
     """What to say of a stepsize at or beyond ``max_stepsize``."""
     top = max_stepsize(W, algorithm, problem, local_steps, topology_y)
-    return (f"stepsize={stepsize:g} is unstable for {algorithm} on {W.describe()}: the "
-            f"iterates diverge (infinite floors); the largest stable stepsize is "
-            f"{top:.6g} (theory.max_stepsize; every stepsize below it is stable)")
+    head = (f"stepsize={stepsize:g} is unstable for {algorithm} on {W.describe()}: the "
+            "iterates diverge (infinite floors); ")
+    if top == 0.0:
+        return head + "no stepsize is stable with these settings (theory.max_stepsize is 0)"
+    return head + (f"the largest stable stepsize is {top:.6g} (theory.max_stepsize; every "
+                   "stepsize below it is stable)")
 
 
 def unsupported(algorithm: str, problem) -> str | None:

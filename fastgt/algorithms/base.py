@@ -350,8 +350,8 @@ class Algorithm:
     - ``temporal``: its steps may run in passes of temporal blocking (kernels/temporal.py;
       with one phase): its update reads, of the step before, only node i's rows and the
       rows its matrices' rows mix (docs/extending.md); False keeps it step by step
-    - ``check(W) -> str | None``: why W is outside its stability condition and the remedies
-      (d2), refused unless the run allows it (allow_unstable), or None
+    - ``check(W, local_steps) -> str | None``: why W is outside its stability condition and
+      the remedies (d2, extra), refused unless the run allows it (allow_unstable), or None
     The update equation is in the module docstring of each algorithm.
     """
 

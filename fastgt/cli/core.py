@@ -3,6 +3,7 @@ exits 2 with one line."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -104,9 +105,12 @@ def run_cmd(threads, out, quiet, **kw):
     res = run(topology=W, problem=prob, threads=threads, progress=progress, **kw)
     if bar is not None:
         bar.close()
-    _print_summary(res.summary)
+    try:
+        if out:  # before the summary: a pipe closed early (| head) must not lose the file
+            _write_trace(res, out)
+    finally:
+        _print_summary(res.summary, res.config["d"])
     if out:
-        _write_trace(res, out)
         click.echo(f"trace written to {out}")
     s = res.summary
     if s["status"] == "diverged":
@@ -115,10 +119,16 @@ def run_cmd(threads, out, quiet, **kw):
                           f"{_stable_hint(W, kw['algorithm'], prob, kw['local_steps'] or 1, kw['topology_y'])}")
 
 
-def _print_summary(summary: dict) -> None:
-    """Every entry but the empty ones; a diverged run's plateaus are missing, said so."""
+def _print_summary(summary: dict, d: int) -> None:
+    """d (a data file's own), then every entry but the empty ones; a diverged run's
+    plateaus are missing, said so."""
+    click.echo(f"{'d':>18}  {d}")
     for k, v in summary.items():
         if v is None or k == "batch":  # cells advanced together: one here
+            continue
+        # a metric that does not apply (tracking without a tracker, accuracy without classes)
+        if (k.removeprefix("final_") in METRICS and isinstance(v, float) and math.isnan(v)
+                and summary["status"] == "ok"):
             continue
         if k in METRICS and summary["status"] == "diverged":
             v = "missing (the run diverged)"

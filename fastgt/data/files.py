@@ -111,9 +111,12 @@ def _parquet(path):
     label = labels[0]
     feats = df.drop(columns=[label])
     bad_cols = [c for c in feats.columns if not pd.api.types.is_numeric_dtype(feats[c])]
-    if bad_cols or feats.shape[1] == 0:
-        raise FastGTError(f"data={path!r}: feature columns must be numeric and at least one "
-                          f"(not numeric: {', '.join(map(str, bad_cols[:5])) or 'none'})")
+    if feats.shape[1] == 0:
+        raise FastGTError(f"data={path!r} has no feature column beside its label {label!r}: "
+                          "allowed one or more numeric columns")
+    if bad_cols:
+        raise FastGTError(f"data={path!r}: feature columns must be numeric (not numeric: "
+                          f"{', '.join(map(str, bad_cols[:5]))})")
     return np.ascontiguousarray(feats.to_numpy(dtype=np.float64)), df[label].to_numpy()
 
 

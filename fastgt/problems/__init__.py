@@ -127,4 +127,6 @@ def problem(name: str | ProblemSpec = "quadratic", **params) -> ProblemSpec:
                               f"{', '.join(allowed) or 'no parameters'}")
         if k not in allowed:
             raise bad(k, v, f"parameters of problem {name!r}: {', '.join(allowed) or 'none'}")
-    return ProblemSpec(name, dict(params))
+    # a file's path as text (data=Path(...)): checked, stamped and recorded as the CLI's
+    return ProblemSpec(name, {k: os.fspath(v) if isinstance(v, os.PathLike) else v
+                              for k, v in params.items()})

@@ -90,6 +90,12 @@ class TimeVarying:
     def n(self) -> int:
         return self.period[0].n
 
+    @property
+    def symmetric(self) -> bool:
+        """Whether every W(t) is symmetric (a matching's always is; the one-peer graph's
+        never)."""
+        return self.drawn or all(_symmetric(m) for m in self.period)
+
     def describe(self) -> str:
         ps = ", ".join(f"{k}={v}" for k, v in self.params.items())
         return f"{self.name}({ps})"
@@ -189,13 +195,17 @@ def check_step(m: MixingMatrix, what: str) -> None:
                               f"{err:.3g} > {TOL:g}")
 
 
+def _symmetric(m: MixingMatrix) -> bool:
+    A = m.sparse_part()
+    return not (abs(A - A.T) > TOL).nnz
+
+
 def _per_matrix(period) -> tuple[float, float]:
     """(lambda2, lambda_n) shared by every matrix of the period (equal to 12 digits; the
     first matrix's values, unrounded), or NaN."""
     vals = []
     for m in period:
-        A = m.sparse_part()
-        if (abs(A - A.T) > TOL).nnz:
+        if not _symmetric(m):
             return math.nan, math.nan
         s = m.spectrum()
         vals.append((s.lambda2, s.lambda_n))

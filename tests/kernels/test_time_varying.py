@@ -18,6 +18,12 @@ pytestmark = pytest.mark.usefixtures("one_numba_thread")
 ALGOS = [a for a in ALGORITHMS if a != "d2"]
 
 
+def _unstable(algorithm: str) -> bool:
+    """EXTRA refuses the nonsymmetric matrices (test_extra_refuses_nonsymmetric_matrices);
+    its kernels are compared on them all the same."""
+    return algorithm == "extra"
+
+
 def _cycle():
     return fastgt.topology("cycle", matrices=[
         fastgt.topology("erdos_renyi", n=12, prob=0.3, seed=0),
@@ -57,7 +63,8 @@ def _check(algorithm, name, problem, noise, local_steps=1, seed=5):
     x0 = _x0(n, d)
     res = fastgt.run(algorithm=algorithm, topology=W, problem=problem, noise=noise,
                      sigma2=ref.given_sigma2(noise, 2.0), d=d, stepsize=GAMMA, steps=STEPS,
-                     record_every=RECORD, seed=seed, x0=x0, local_steps=local_steps)
+                     record_every=RECORD, seed=seed, x0=x0, local_steps=local_steps,
+                     allow_unstable=_unstable(algorithm))
     inst = fastgt.problem(problem).build(n, d)
     noise_fn = ref.no_noise(n, d) if noise == "none" else ref.fastgt_noise(noise, 2.0, d, W, seed)
     states = ref.simulate(algorithm, _twin_W(name, W, seed, local_steps),
@@ -121,12 +128,14 @@ def test_same_bits_for_one_and_two_threads_and_in_batches(algorithm):
 @pytest.mark.parametrize("name", ["one_peer_exponential", "random_matching"])
 def test_noiseless_gt_reaches_the_optimum_and_dsgd_does_not(name):
     """Heterogeneous problem, exact gradients: GT, EXTRA and ATC-GT converge to x* on a
-    time-varying graph (to 1e-10 in loss_nodes), D-SGD stalls at its bias."""
+    time-varying graph (to 1e-10 in loss_nodes; EXTRA on the one-peer graph too at this n,
+    although refused by default), D-SGD stalls at its bias."""
     W = fastgt.topology(name, n=16)
     kw = {"topology": W, "problem": "hetero_quadratic", "noise": "none", "d": 4, "steps": 3000,
-              "record_every": 1000, "stepsize": 0.1}
+          "record_every": 1000, "stepsize": 0.1}
     for algorithm in ("gt", "extra", "gt_atc"):
-        assert fastgt.run(algorithm=algorithm, **kw).summary["final_loss_nodes"] < 1e-10
+        res = fastgt.run(algorithm=algorithm, allow_unstable=_unstable(algorithm), **kw)
+        assert res.summary["final_loss_nodes"] < 1e-10
     assert fastgt.run(algorithm="dsgd", **kw).summary["final_loss_nodes"] > 1e-6
 
 
@@ -137,6 +146,26 @@ def test_d2_refuses_time_varying():
     res = fastgt.run(algorithm="d2", topology=W, problem="hetero_quadratic", noise="none", d=2,
                      steps=2000, allow_unstable=True)
     assert res.summary["status"] == "diverged"  # why it is refused
+
+
+def test_extra_refuses_nonsymmetric_matrices():
+    """EXTRA's analysis needs a symmetric W: the one-peer graph's steps and a cycle with a
+    nonsymmetric matrix are refused (on the one-peer graph of 256 nodes it diverges);
+    matchings and cycles of symmetric matrices run."""
+    kw = {"algorithm": "extra", "problem": "hetero_quadratic", "noise": "none", "d": 2}
+    refused = "extra needs symmetric mixing matrices: the time-varying {}'s are not"
+    for W in (fastgt.topology("one_peer_exponential", n=8), _cycle()):
+        with pytest.raises(fastgt.FastGTError, match=refused.format(W.name) + ".*allow_unstable"):
+            fastgt.run(topology=W, steps=5, **kw)
+    W = fastgt.topology("one_peer_exponential", n=256)
+    res = fastgt.run(topology=W, steps=2000, stepsize=0.1, allow_unstable=True, **kw)
+    assert res.summary["status"] == "diverged"  # why it is refused
+    for W in (fastgt.topology("random_matching", n=12),
+              fastgt.topology("cycle", matrices=[fastgt.topology("ring", n=12),
+                                                 fastgt.topology("complete", n=12)])):
+        assert W.symmetric
+        res = fastgt.run(topology=W, steps=3000, stepsize=0.1, record_every=1000, **kw)
+        assert res.summary["final_loss_nodes"] < 1e-10
 
 
 def test_structured_noise_needs_a_static_topology():
@@ -198,7 +227,7 @@ def test_chain_order_keeps_the_bits(algorithm, monkeypatch):
 
     W = fastgt.topology("one_peer_exponential", n=40)
     kw = {"algorithm": algorithm, "topology": W, "d": 3, "steps": 24, "record_every": 8,
-          "stepsize": 0.1, "seed": 5}
+          "stepsize": 0.1, "seed": 5, "allow_unstable": _unstable(algorithm)}
     monkeypatch.setattr(base, "CHAIN_BYTES", 2**62)
     rows = fastgt.run(threads=1, **kw)
     monkeypatch.setattr(base, "CHAIN_BYTES", 0)

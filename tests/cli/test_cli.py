@@ -123,6 +123,28 @@ def test_run_out_to_a_missing_directory_fails_fast_in_a_fresh_process(tmp_path):
     assert elapsed < 2.0, elapsed
 
 
+def test_run_writes_its_trace_before_a_closed_pipe_ends_the_output(tmp_path):
+    """`fastgt run --out F | head -0`: the summary's pipe is closed before the run ends;
+    the trace was written before the summary, and the exit is quiet (1, click's
+    convention for a closed pipe: fastgt --help)."""
+    out = tmp_path / "t.parquet"
+    proc = subprocess.Popen([sys.executable, "-c", "from fastgt.cli import main; main()", "run",
+                             *TINY, "--out", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # as head does, long before the run's first line
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 1 and err == "", err
+    assert len(pd.read_parquet(out)) == 5  # records at steps 0, 5, ..., 20
+
+
+def test_run_summary_leaves_out_metrics_that_do_not_apply():
+    res = invoke("run", *TINY, "--algorithm", "dsgd")
+    table = dict(r.split(None, 1) for r in res.output.splitlines())
+    assert res.exit_code == 0 and table["d"] == "3" and "loss_nodes" in table
+    assert not {"tracking", "final_tracking", "accuracy", "final_accuracy"} & set(table)
+    assert "tracking" in dict(r.split(None, 1) for r in invoke("run", *TINY).output.splitlines())
+
+
 def test_a_full_disk_keeps_the_trace_and_says_where(tmp_path):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
@@ -242,6 +264,8 @@ def test_steps_zero_is_refused_and_one_default_everywhere():
     (["--stepsize", "2"], 3, ["stepsize=2 is unstable", "largest stable stepsize is 1"]),
     (["--algorithm", "dsgd", "--stepsize", "1.5"], 3, ["largest stable stepsize is 1"]),
     (["--stepsize", "0"], 2, ["stepsize=0.0 is invalid"]),
+    (["--algorithm", "extra", "--local-steps", "5", "--stepsize", "0.01"], 3,
+     ["stepsize=0.01 is unstable", "no stepsize is stable with these settings"]),
 ])
 def test_theory_at_an_unstable_stepsize(args, code, fragments):
     res = invoke("theory", "--n", "30", *args)
@@ -249,7 +273,7 @@ def test_theory_at_an_unstable_stepsize(args, code, fragments):
     if code == 3:
         assert not re.search(r"\binf\b", res.output)
         assert not re.search(r"^\s*rate\s", res.output, re.MULTILINE)
-        assert re.search(r"max_stepsize\s+1\n", res.output)
+        assert re.search(r"max_stepsize\s+[01]\n", res.output)
 
 
 def test_theory_json_says_unstable():

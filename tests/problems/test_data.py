@@ -50,6 +50,12 @@ def test_libsvm_npz_and_parquet_read_back_identically(tmp_path):
     res = fastgt.run(topology="ring", n=4, problem=fastgt.problem("logistic",
                      data=str(tmp_path / "a.svm")), noise="none", steps=3, record_every=3)
     assert res.config["d"] == 6 and res.state["X"].shape == (4, 6)
+    # a pathlib.Path names the file as its text does, in fastgt.run's flat form too
+    via_path = fastgt.run(topology="ring", n=4, problem="logistic", data=tmp_path / "a.svm",
+                          noise="none", steps=3, record_every=3)
+    np.testing.assert_array_equal(via_path.state["X"], res.state["X"])
+    spec = fastgt.problem("logistic", data=tmp_path / "a.svm")
+    assert spec.params["data"] == str(tmp_path / "a.svm")
 
 
 def test_labels_become_plus_minus_one(tmp_path):
@@ -125,6 +131,10 @@ def test_bad_files_and_shapes(tmp_path):
     with pytest.raises(FastGTError, match=r"has no array y \(the labels or targets\), only "
                                           r"\['X'\]: allowed X and y"):
         read_file(str(tmp_path / "noy.npz"))
+    pd.DataFrame({"y": [1, -1]}).to_parquet(tmp_path / "nofeature.parquet")
+    with pytest.raises(FastGTError, match="has no feature column beside its label 'y': "
+                                          "allowed one or more numeric columns"):
+        read_file(str(tmp_path / "nofeature.parquet"))
     pd.DataFrame({"a": [1.0, 2.0]}).to_parquet(tmp_path / "nolabel.parquet")
     with pytest.raises(FastGTError, match="label column"):
         read_file(str(tmp_path / "nolabel.parquet"))

@@ -31,6 +31,7 @@ config, the sweep's settings) and one footer per file (key ``fastgt``: the write
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -109,6 +110,30 @@ def _host_tag(host: str) -> str:
     return hashlib.sha1(host.encode()).hexdigest()[:8]
 
 
+#: reads of a directory begun again when a file vanished under them, and the pause before
+#: the first (doubled each time)
+RELISTS, RELIST_PAUSE = 6, 0.02
+
+
+def _relisting(read):
+    """A read of DIR's files begun again from a fresh listing when one of them vanished
+    while it ran: another process's compaction replaced it (its rows are in a newer file,
+    written before any input is deleted)."""
+
+    @functools.wraps(read)
+    def again(self, *args, **kwargs):
+        for attempt in range(RELISTS - 1):
+            try:
+                return read(self, *args, **kwargs)
+            except OSError as err:  # pyarrow's own reads say so in the message only
+                if not (isinstance(err, FileNotFoundError) or "No such file" in str(err)):
+                    raise
+                time.sleep(RELIST_PAUSE * 2 ** attempt)
+        return read(self, *args, **kwargs)
+
+    return again
+
+
 class Store:
     """One output directory: atomic result writes, claims for concurrent sweeps, resume."""
 
@@ -142,6 +167,7 @@ class Store:
         found = {_stem(p): p for p in self._ls(sub) if _visible(p)}
         return {s: found[s] for s in sorted(found, key=_age)}
 
+    @_relisting
     def index(self) -> dict[str, list[str]]:
         """Cells file stem -> the ids of its rows, oldest file first (a part's ids are read
         once: its id column; a first-layout file's id is its name)."""
@@ -317,6 +343,7 @@ class Store:
         or a pyarrow.compute expression."""
         return to_pandas(self.table(sub, columns, where))
 
+    @_relisting
     def table(self, sub: str = "cells", columns=None, where=None) -> pa.Table:
         """``read``'s rows as a pyarrow Table. Without a filter, a directory of few files is
         read file by file (pyarrow.parquet only: no pyarrow.dataset, which imports pandas);
@@ -548,6 +575,7 @@ class Store:
             return
         import fcntl
 
+        os.makedirs(f"{self.root}/claims", exist_ok=True)  # results copied without it
         with open(f"{self.root}/claims/.{name}.lock", "a") as f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))

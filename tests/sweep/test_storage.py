@@ -338,6 +338,45 @@ def test_a_kill_during_compaction_loses_and_duplicates_nothing(tmp_path, monkeyp
     assert len(_visible(tmp_path / "cells")) == 1 == len(_visible(tmp_path / "traces"))
 
 
+@pytest.mark.parametrize("read", ["ids", "cells", "traces", "filtered"])
+def test_reads_begin_again_when_a_compaction_replaces_their_files(tmp_path, monkeypatch, read):
+    """Another process compacts DIR between a reader's listing and its reads (fastgt status,
+    load or a new sweep beside a finishing one): the reader lists again and reads every
+    row once, instead of a FileNotFoundError."""
+    _rewritten(tmp_path)
+    sub = "traces" if read == "traces" else "cells"
+    where = {"seed": [1, 2, 3]} if read == "filtered" else None
+    want = Store(tmp_path, create=False).read(sub, where=where)
+    reader, real, listed = Store(tmp_path, create=False), Store.files, []
+
+    def stale(self, sub="cells"):  # the reader's first listing outlives its files
+        files = real(self, sub)
+        if self is reader and not listed:
+            listed.append(sub)
+            Store(tmp_path, create=False).compact()
+        return files
+
+    monkeypatch.setattr(Store, "files", stale)
+    if read == "ids":
+        assert reader.ids() == set(want["id"])
+    else:
+        keys = ["id", "step"] if sub == "traces" else ["id"]
+        got = reader.read(sub, where=where)
+        pd.testing.assert_frame_equal(got.sort_values(keys).reset_index(drop=True),
+                                      want.sort_values(keys).reset_index(drop=True))
+    assert listed and len(_visible(tmp_path / "cells")) == 1  # it compacted under the read
+
+
+def test_compact_takes_results_copied_without_their_claims(tmp_path):
+    """cells/ and traces/ copied alone (status, load and grid take them): compact too."""
+    import shutil
+
+    _rewritten(tmp_path)
+    shutil.rmtree(tmp_path / "claims")
+    res = CliRunner().invoke(compact_cmd, [str(tmp_path)])
+    assert res.exit_code == 0 and len(_visible(tmp_path / "cells")) == 1, res.output
+
+
 # --------------------------------------------------------------------------- filtered loads
 
 

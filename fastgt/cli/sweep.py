@@ -64,10 +64,10 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     check_options(executor, scheduler, workers, threads_per_worker, max_batch, flush_seconds)
     gs = load_spec(spec, sets, params)
     cells = gs.cells()
+    check_dir("--out", out)
     if dry_run:
         _dry_run(cells, out)
         return
-    check_dir("--out", out)
     _theory_notes(cells)
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
@@ -77,11 +77,11 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
                            retry_failed=retry_failed, spec_text=gs.to_toml(), progress=not quiet,
                            max_batch=max_batch, flush_seconds=flush_seconds)
     except KeyboardInterrupt as stop:
-        click.echo("interrupted: finished cells are kept; rerun the command to complete", err=True)
+        click.echo(_interrupted(getattr(stop, "sweep_report", None)), err=True)
         sys.exit(143 if isinstance(stop, Terminated) else 130)
     except OSError as err:
         raise WriteFailed(f"--out {out!r} could not be written: {err.strerror or err}; the "
-                          "cells finished before are kept, rerun the command to complete") from None
+                          "cells written before are kept, rerun the command to complete") from None
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
@@ -90,6 +90,15 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     if bad:
         raise ResultError(f"{report.failed} cells failed and {report.status['diverged']} "
                           f"diverged: see `fastgt status {out} --failed`")
+
+
+def _interrupted(report) -> str:
+    """What an interrupted sweep kept: the cells it finished (written as it stopped)."""
+    done = sum(report.status.values()) if report is not None else 0
+    if not done:
+        return "interrupted before any cell finished here; rerun the command to complete"
+    return (f"interrupted: the {done} cells finished here are kept; rerun the command to "
+            "complete")
 
 
 def _theory_notes(cells) -> None:

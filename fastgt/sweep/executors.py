@@ -403,10 +403,12 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
         planner = Planner(todo, backend.slots, max_batch, threads, task_seconds)
         _dispatch(backend, planner, _Skip(store, replace, t0_ns), store, pending, report,
                   threads, progress)
-    except BaseException:
+    except BaseException as stop:
         if backend is not None:
             backend.close(terminate=True)
             backend = None
+        if isinstance(stop, KeyboardInterrupt):  # what was finished (flushed below)
+            stop.sweep_report = report
         raise
     finally:
         try:

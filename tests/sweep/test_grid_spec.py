@@ -220,6 +220,11 @@ def test_dry_run_lists_cells(tmp_path):
     ids = {c.id for c in G.parse_spec(BASE).cells()}
     assert {ln.split()[0] for ln in lines[:-1]} == ids
     assert lines[-1] == "12 cells, 0 done"
+    assert not (tmp_path / "o").exists()  # a dry run creates nothing
+    (tmp_path / "afile").write_text("x")
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "afile"), "--dry-run"])
+    assert res.exit_code == 2 and res.output.strip().splitlines() == [
+        f"Error: --out {str(tmp_path / 'afile')!r} is a file: allowed a directory"], res.output
 
 
 @pytest.mark.parametrize("body,match", [

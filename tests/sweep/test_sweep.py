@@ -264,6 +264,9 @@ def test_ctrl_c_stops_cleanly(tmp_path):
     n = len(_done(out))
     time.sleep(1.5)
     assert len(_done(out)) == n < 40, n
+    # and the driver said how many it kept: every cell in DIR, a fresh one
+    kept = re.search(r"interrupted: the (\d+) cells finished here are kept", err)
+    assert kept and int(kept.group(1)) == n, err
 
 
 def _forkserver_of(pid: int) -> bool:
@@ -292,7 +295,7 @@ def test_ctrl_c_while_the_workers_start_prints_one_line(tmp_path):
     os.killpg(proc.pid, signal.SIGINT)
     err = proc.communicate(timeout=60)[1]
     assert proc.returncode == 130 and err.splitlines() == [
-        "interrupted: finished cells are kept; rerun the command to complete"], err
+        "interrupted before any cell finished here; rerun the command to complete"], err
 
 
 def test_concurrent_sweeps_never_compute_a_cell_twice(tmp_path):

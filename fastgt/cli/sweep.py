@@ -52,8 +52,9 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     """Run every cell of the grid SPEC (TOML) and store the results in the directory --out.
 
     Finished cells are skipped on a rerun; failed or diverged cells are recorded and the
-    sweep goes on. Exit code: 0 if every cell is ok, 3 if some failed or diverged (after
-    the others finished), 2 for a bad spec or --out, 1 if results could not be written,
+    sweep goes on. Exit code: 0 if every cell is ok, 3 if some failed or diverged, or were
+    lost to a worker that died (after the others finished; a rerun computes the lost
+    ones), 2 for a bad spec or --out, 1 if results could not be written,
     130 on Ctrl-C and 143 on SIGTERM (both stop the workers and keep every finished cell).
 
     Example: fastgt grid scripts/demo.toml --out results/demo --workers 2
@@ -86,6 +87,9 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
     click.echo("\n".join([report.line(), *report.failures()]))
+    if report.lost:
+        raise ResultError(f"{report.lost} cells were lost ({report.lost_reason}): rerun the "
+                          "command to compute them")
     bad = report.failed + report.status["diverged"]
     if bad:
         raise ResultError(f"{report.failed} cells failed and {report.status['diverged']} "

@@ -222,8 +222,3 @@ def warm_cache(units) -> None:
         by_family.setdefault((kernels.family, dtype), (kernels, []))[1].append(algo)
     for (_, dtype), (kernels, algos) in by_family.items():
         ensure_warm(algos, kernels, dtype)
-
-
-def failed_row(message: str) -> dict:
-    """The row of a cell whose worker died before reporting (crash, lost Dask worker)."""
-    return {"status": "failed", "error": message, "wall_time": math.nan}

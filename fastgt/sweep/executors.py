@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import FastGTError, check_choice, check_float, check_int
 from ..params import IMPLICIT, inapplicable
-from .cellrun import THREAD_ENV, failed_row, ping, run_cells, warm_cache, worker_init
+from .cellrun import THREAD_ENV, ping, run_cells, warm_cache, worker_init
 from .tasks import FLUSH_ROWS, FLUSH_SECONDS, MAX_BATCH, TASK_SECONDS, Planner
 
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ class SweepReport:
     status: Counter = field(default_factory=Counter)
     skipped: int = 0  # finished before (or by a concurrent sweep)
     busy: int = 0  # claimed by another live sweep
+    lost: int = 0  # in a task whose worker died: not recorded, a rerun computes them
+    lost_reason: str = ""
     elapsed: float = 0.0
     #: (status, message with its numbers masked) -> [count, first message, first cell id]
     errors: dict = field(default_factory=dict)
@@ -72,8 +74,9 @@ class SweepReport:
         s = self.status
         computed = sum(s.values())
         rate = f", {computed / self.elapsed:.3g} cells/s" if computed and self.elapsed > 0 else ""
+        lost = f", {self.lost} lost (their worker died)" if self.lost else ""
         return (f"{self.total} cells: {s['ok']} ok, {s['diverged']} diverged, {s['failed']} failed, "
-                f"{self.skipped} skipped (done before), {self.busy} running elsewhere "
+                f"{self.skipped} skipped (done before), {self.busy} running elsewhere{lost} "
                 f"[{self.elapsed:.1f} s{rate}]")
 
     def failures(self, most: int = 10) -> list[str]:
@@ -176,6 +179,10 @@ def _sigint_deferred():
         raise KeyboardInterrupt
 
 
+class LostTask(Exception):
+    """A task whose worker died: its cells are not recorded (a rerun computes them)."""
+
+
 class LocalBackend:
     """``workers`` processes (forkserver or spawn, never fork), all started up front; a pool
     broken by a dying worker is replaced."""
@@ -214,15 +221,18 @@ class LocalBackend:
             return self.pool.submit(run_cells, *args)
 
     @staticmethod
-    def wait_any(futures):
-        return cf.wait(futures, return_when=cf.FIRST_COMPLETED).done
+    def wait_any(futures, timeout: float | None = None):
+        """The futures done, waiting at most ``timeout`` seconds (None: until one is)."""
+        return cf.wait(futures, timeout, return_when=cf.FIRST_COMPLETED).done
 
     @staticmethod
     def result(fut, count: int):
+        """The task's results, or a LostTask: a worker died (killed, out of memory), which
+        breaks the pool and every task in it, not only its own."""
         try:
             return fut.result()
         except cf.process.BrokenProcessPool as err:
-            return [(failed_row(f"worker process died: {err}"), None, {})] * count
+            raise LostTask(f"worker process died: {err}") from None
 
     def close(self, terminate: bool = False) -> None:
         procs = list(self.pool._processes.values()) if terminate else []  # no public API < 3.14
@@ -288,15 +298,18 @@ class DaskBackend:
         self.futures.add(fut)
         return fut
 
-    def wait_any(self, futures):
-        return self.distributed.wait(futures, return_when="FIRST_COMPLETED").done
+    def wait_any(self, futures, timeout: float | None = None):
+        try:
+            return self.distributed.wait(futures, timeout, return_when="FIRST_COMPLETED").done
+        except TimeoutError:  # distributed's wait raises where concurrent.futures' returns
+            return set()
 
     def result(self, fut, count: int):
         self.futures.discard(fut)
         try:
             return fut.result()
         except Exception as err:  # noqa: BLE001 (lost worker, KilledWorker, ...)
-            return [(failed_row(f"dask task lost: {type(err).__name__}: {err}"), None, {})] * count
+            raise LostTask(f"dask task lost: {type(err).__name__}: {err}") from None
 
     def close(self, terminate: bool = False) -> None:
         if self.client is not None:
@@ -477,6 +490,13 @@ class _Pending:
         return self.since is not None and (
             time.monotonic() - self.since >= self.seconds or self.rows >= FLUSH_ROWS)
 
+    def left(self) -> float | None:
+        """Seconds until the waiting cells are due (None: none waits): the most the sweep
+        waits for a task before writing them."""
+        if self.since is None:
+            return None
+        return max(0.0, self.seconds - (time.monotonic() - self.since))
+
     def flush(self) -> None:
         if self.results:
             self.store.write(self.results)
@@ -554,9 +574,16 @@ def _dispatch(backend, planner: Planner, skip: _Skip, store: Store, pending: _Pe
                     inflight.add(backend.submit([c.params for c in cells], threads, optimum),
                                  cells, token, state)
             show()
-            for fut in backend.wait_any(list(inflight.tasks)):
+            for fut in backend.wait_any(list(inflight.tasks), pending.left()):
                 cells, token = inflight.pop(fut)
-                results = backend.result(fut, len(cells))
+                try:
+                    results = backend.result(fut, len(cells))
+                except LostTask as lost:  # free for a rerun (or a concurrent sweep)
+                    store.release(token)
+                    report.lost += len(cells)
+                    report.lost_reason = report.lost_reason or str(lost)
+                    bar.update(len(cells))
+                    continue
                 pending.add(cells, results, token)
                 for cell, (row, _, _) in zip(cells, results):
                     report.add(cell.id, row)

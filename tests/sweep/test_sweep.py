@@ -335,12 +335,13 @@ def test_killing_only_the_driver_leaves_no_orphan_worker(tmp_path):
     proc.communicate(timeout=10)  # nobody holds its pipes any more
 
 
-def test_a_dying_worker_is_recorded_and_the_pool_replaced():
+def test_a_dying_worker_loses_its_task_and_the_pool_is_replaced():
+    from fastgt.sweep.executors import LostTask
+
     backend = LocalBackend(1, 1)
     try:
-        [(row, trace, _)] = backend.result(backend.pool.submit(os._exit, 3), 1)
-        assert row["status"] == "failed" and "worker process died" in row["error"]
-        assert trace is None
+        with pytest.raises(LostTask, match="worker process died"):
+            backend.result(backend.pool.submit(os._exit, 3), 1)
         params = make_cell({"topology": "ring", "n": 12, "d": 2, "steps": 20}).params
         [(row, trace, _)] = backend.result(backend.submit([params], 1), 1)
         assert row["status"] == "ok" and len(trace["step"]) == 2
@@ -413,7 +414,7 @@ class _OneSlot:
         self.tasks.append(plist)
         return len(self.tasks) - 1
 
-    def wait_any(self, futures):
+    def wait_any(self, futures, timeout=None):
         claims = fastgt.sweep.storage.Store(self.out, create=False).claims()
         self.states.append({tuple(v["ids"]): v["state"] for v in claims.values()})
         self.status.append(CliRunner().invoke(status_cmd, [self.out]).output)
@@ -446,6 +447,71 @@ def test_claims_and_status_tell_queued_from_running_cells(tmp_path, monkeypatch)
                               {c: "running"}]
     for out, (running, queued) in zip(backend.status, [(1, 1), (1, 1), (1, 0)]):
         assert f"running   {running}\nqueued    {queued}\n" in out, out
+
+
+class _Scripted(_OneSlot):
+    """Two slots; task 0 is done at once, task 1 (its worker killed) is lost, task 2 ends
+    only after the driver has waited for it once without anything done, and then finds
+    task 0's cells on disk: a wait is bounded by the flush interval, not by the tasks."""
+
+    slots, capacity = 2, 3
+
+    def __init__(self, out):
+        super().__init__(out)
+        self.waits = []
+
+    def wait_any(self, futures, timeout=None):
+        self.waits.append(timeout)
+        if 0 in futures or 1 in futures:
+            return [f for f in futures if f in (0, 1)]
+        if len(self.waits) == 2:  # nothing done yet: the driver must not wait for ever
+            assert timeout is not None and timeout <= 0.2, timeout
+            time.sleep(timeout)
+            return set()
+        return futures
+
+    def result(self, fut, count):
+        from fastgt.sweep.executors import LostTask
+
+        if fut == 1:
+            raise LostTask("worker process died: killed")
+        if fut == 2:  # written while the driver waited for this task
+            self.on_disk = fastgt.sweep.storage.Store(self.out, create=False).ids()
+        return super().result(fut, count)
+
+
+def test_a_lost_task_is_not_recorded_and_finished_cells_do_not_wait_for_others(tmp_path,
+                                                                               monkeypatch):
+    from fastgt.sweep import executors
+    from fastgt.sweep.grid import parse_spec
+
+    cells = parse_spec('[run]\ntopology = "ring"\nn = 12\nd = 2\nsteps = 20\n'
+                       '[[grid]]\nseed = [0, 1, 2]\n').cells()
+    backend = _Scripted(str(tmp_path))
+    monkeypatch.setattr(executors, "make_backend", lambda *args: backend)
+    report = executors.run_sweep(cells, str(tmp_path), progress=False, max_batch=1,
+                                 flush_seconds=0.2)
+    first, lost, last = (c.id for c in cells)
+    assert backend.on_disk == {first}
+    assert (report.status["ok"], report.lost, report.failed) == (2, 1, 0)
+    assert "1 lost (their worker died)" in report.line()
+    store = fastgt.sweep.storage.Store(str(tmp_path), create=False)
+    assert store.ids() == {first, last} and store.claims() == {}
+    # a rerun computes the lost cell (nothing was recorded for it)
+    monkeypatch.undo()
+    again = executors.run_sweep(cells, str(tmp_path), progress=False, workers=1)
+    assert (again.skipped, again.status["ok"]) == (2, 1) and store.ids() == {first, lost, last}
+    # fastgt grid says so, exit code 3
+    spec = tmp_path / "g.toml"
+    spec.write_text('[run]\ntopology = "ring"\nn = 12\nd = 2\nsteps = 20\n'
+                    '[[grid]]\nseed = [0, 1, 2]\n')
+    backend = _Scripted(str(tmp_path / "cli"))
+    monkeypatch.setattr(executors, "make_backend", lambda *args: backend)
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "cli"), "--quiet",
+                                        "--max-batch", "1", "--flush-seconds", "0.2"])
+    assert res.exit_code == 3 and res.output.splitlines()[-1] == (
+        "Error: 1 cells were lost (worker process died: killed): rerun the command to "
+        "compute them"), res.output
 
 
 def test_workers_import_the_drivers_fastgt_not_the_working_directorys(tmp_path):

@@ -71,7 +71,7 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
         return
     _theory_notes(cells)
     main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
+    previous = {s: signal.signal(s, _stopped) for s in _STOPS} if main_thread else {}
     try:
         report = run_sweep(cells, out, executor=executor, workers=workers,
                            threads=threads_per_worker, scheduler=scheduler, force=force,
@@ -84,8 +84,8 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
         raise WriteFailed(f"--out {out!r} could not be written: {err.strerror or err}; the "
                           "cells written before are kept, rerun the command to complete") from None
     finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     click.echo("\n".join([report.line(), *report.failures()]))
     if report.lost:
         raise ResultError(f"{report.lost} cells were lost ({report.lost_reason}): rerun the "
@@ -120,8 +120,14 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (e.g. the end of a batch job) stops a sweep like Ctrl-C does."""
 
 
-def _terminated(signum, frame):
-    raise Terminated
+#: the signals that stop a sweep, and the exception each raises
+_STOPS = {signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated}
+
+
+def _stopped(signum, frame):
+    from ..sweep.executors import stop
+
+    stop(_STOPS[signum]())
 
 
 def _dry_run(cells, out) -> None:

@@ -161,8 +161,9 @@ def _mp_context(threads: int):
 
 
 @contextlib.contextmanager
-def _sigint_deferred():
-    """Ctrl-C inside the block raises KeyboardInterrupt at its end (main thread only)."""
+def _signals_deferred():
+    """Ctrl-C or SIGTERM inside the block is handled at its end, by the handler in place
+    before it (main thread only)."""
     import signal
     import threading
 
@@ -170,13 +171,30 @@ def _sigint_deferred():
         yield
         return
     caught = []
-    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    previous = {s: signal.signal(s, lambda signum, _: caught.append(signum))
+                for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     if caught:
-        raise KeyboardInterrupt
+        signal.raise_signal(caught[0])
+
+
+#: a stop a signal handler asked for (``stop``): the dispatch loop raises it too, as an
+#: exception raised in a handler is lost when it lands in a gc callback (Python prints it)
+_stops: list = []
+
+#: longest wait for a task, in seconds, between two looks at ``_stops``
+POLL = 1.0
+
+
+def stop(exc: BaseException) -> None:
+    """For a signal handler: stop the running sweep with ``exc`` (a KeyboardInterrupt,
+    which writes the finished cells first), now and, should that be lost, within POLL s."""
+    _stops[:] = [exc]
+    raise exc
 
 
 class LostTask(Exception):
@@ -201,9 +219,10 @@ class LocalBackend:
             try:
                 # start every worker while the environment is set: each submit starts a
                 # process as long as none is idle, and none can be idle before its first
-                # task is done. A Ctrl-C waits for the starts: one cut short left a child
-                # outside the pool that printed a traceback once the driver had gone
-                with _sigint_deferred():
+                # task is done. A Ctrl-C or SIGTERM waits for the starts: one cut short
+                # left a child outside the pool that printed a traceback once the driver
+                # had gone
+                with _signals_deferred():
                     futures = [self.pool.submit(ping) for _ in range(self.workers)]
                 for fut in futures:
                     fut.result()
@@ -262,7 +281,8 @@ class DaskBackend:
             with worker_environment(threads), dask.config.set({key: env}):
                 self.cluster = distributed.LocalCluster(
                     n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                    dashboard_address=None, silence_logs=logging.ERROR)
+                    dashboard_address=None, silence_logs=logging.ERROR,
+                    preload=["fastgt.sweep.dask_worker"])
             address = self.cluster.scheduler_address
         else:
             address = scheduler
@@ -389,6 +409,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
         executor, scheduler, workers, threads, max_batch, flush_seconds)  # before DIR
     task_seconds = check_float("task_seconds", task_seconds, 0.0, lo_open=True)
     t0, t0_ns = time.time(), time.time_ns()
+    _stops.clear()
     from .storage import Store  # pyarrow and pandas only for sweeps
 
     store = Store(out, create=False)  # read only until the workers are up: a scheduler
@@ -574,7 +595,10 @@ def _dispatch(backend, planner: Planner, skip: _Skip, store: Store, pending: _Pe
                     inflight.add(backend.submit([c.params for c in cells], threads, optimum),
                                  cells, token, state)
             show()
-            for fut in backend.wait_any(list(inflight.tasks), pending.left()):
+            if _stops:  # a signal's exception lost on the way
+                raise _stops.pop()
+            left = pending.left()
+            for fut in backend.wait_any(list(inflight.tasks), POLL if left is None else left):
                 cells, token = inflight.pop(fut)
                 try:
                     results = backend.result(fut, len(cells))

@@ -186,7 +186,7 @@ def test_a_failed_write_of_a_sweep_is_one_line_exit_1(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Store, "write", full)
     res = invoke("grid", spec, "--out", tmp_path / "g", "--workers", "1", "--quiet")
-    one_error(res, 1, "could not be written", "No space left", "finished before are kept")
+    one_error(res, 1, "could not be written", "No space left", "written before are kept")
 
 
 # ------------------------------------------------------------------------- exit codes

@@ -41,6 +41,33 @@ def test_grid_on_a_local_dask_cluster(tmp_path):
     assert "NUMBA_NUM_THREADS" not in os.environ or os.environ["NUMBA_NUM_THREADS"] != "1"
 
 
+def test_ctrl_c_to_the_process_group_prints_the_drivers_line_only(tmp_path):
+    """A terminal's Ctrl-C reaches the driver and every worker of the local cluster: the
+    workers ignore it (preloaded fastgt.sweep.dask_worker), the driver stops them."""
+    import signal
+    import subprocess
+    import time
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[run]\ntopology = "ring"\nn = 30\nd = 4\nsteps = 100000\n'
+                    'record_every = 5000\n\n[[grid]]\nseed = [0, 1, 2, 3, 4, 5, 6, 7]\n')
+    out = tmp_path / "out"
+    cli = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "from fastgt.cli import main; main()")
+    proc = subprocess.Popen([sys.executable, "-c", cli, "grid", str(spec), "--out", str(out),
+                             "--executor", "dask", "--workers", "2", "--max-batch", "1",
+                             "--flush-seconds", "0", "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    t0 = time.time()
+    while not (out / "cells").exists() or not Store(out, create=False).ids():
+        assert proc.poll() is None and time.time() - t0 < 120, proc.communicate()
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130, err
+    assert len(err.splitlines()) == 1 and err.startswith("interrupted: the "), err
+
+
 def test_local_cluster_is_loopback_only_with_enforced_threads():
     before = dict(os.environ)
     backend = DaskBackend("local", workers=1, threads=1)

@@ -283,18 +283,23 @@ def _forkserver_of(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
-def test_ctrl_c_while_the_workers_start_prints_one_line(tmp_path):
-    """Ctrl-C to the whole process group, as a terminal sends it, while the worker server
-    imports fastgt: the driver's one line, no traceback from the server (it ignored SIGINT
-    only once its imports were done) nor from a worker whose start was cut short."""
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stop_while_the_workers_start_prints_one_line(tmp_path, signum, code):
+    """Ctrl-C to the whole process group, as a terminal sends it, or SIGTERM to the driver,
+    while the worker server imports fastgt: the driver's one line, no traceback from the
+    server (it ignored SIGINT only once its imports were done) nor from a worker whose
+    start was cut short (the starts finish first)."""
     proc = _start(_spec(tmp_path, STEPS, 4), tmp_path / "out", 2)
     t0 = time.time()
     while not _forkserver_of(proc.pid) and proc.poll() is None and time.time() - t0 < 60:
         time.sleep(0.002)
     time.sleep(0.02)  # its imports take about a second
-    os.killpg(proc.pid, signal.SIGINT)
+    if signum == signal.SIGINT:
+        os.killpg(proc.pid, signum)
+    else:
+        os.kill(proc.pid, signum)
     err = proc.communicate(timeout=60)[1]
-    assert proc.returncode == 130 and err.splitlines() == [
+    assert proc.returncode == code and err.splitlines() == [
         "interrupted before any cell finished here; rerun the command to complete"], err
 
 
@@ -447,6 +452,37 @@ def test_claims_and_status_tell_queued_from_running_cells(tmp_path, monkeypatch)
                               {c: "running"}]
     for out, (running, queued) in zip(backend.status, [(1, 1), (1, 1), (1, 0)]):
         assert f"running   {running}\nqueued    {queued}\n" in out, out
+
+
+class _LostSignal(_OneSlot):
+    """A backend in whose wait a SIGTERM's exception is lost (as in a gc callback, which
+    Python only prints) and nothing finishes: the driver must stop all the same."""
+
+    def wait_any(self, futures, timeout=None):
+        from fastgt.cli.sweep import Terminated
+        from fastgt.sweep.executors import stop
+
+        self.waits = [*getattr(self, "waits", []), timeout]
+        try:
+            stop(Terminated())
+        except Terminated:
+            pass
+        return set()
+
+
+def test_a_stop_whose_exception_was_lost_still_stops_the_sweep(tmp_path, monkeypatch):
+    from fastgt.cli.sweep import Terminated
+    from fastgt.sweep import executors
+    from fastgt.sweep.grid import parse_spec
+
+    cells = parse_spec('[run]\ntopology = "ring"\nn = 12\nd = 2\nsteps = 20\n').cells()
+    backend = _LostSignal(str(tmp_path))
+    monkeypatch.setattr(executors, "make_backend", lambda *args: backend)
+    with pytest.raises(Terminated) as stopped:
+        executors.run_sweep(cells, str(tmp_path), progress=False)
+    assert backend.waits == [executors.POLL]  # a bounded wait, then the stop
+    assert stopped.value.sweep_report.status["ok"] == 0
+    assert fastgt.sweep.storage.Store(str(tmp_path), create=False).claims() == {}
 
 
 class _Scripted(_OneSlot):

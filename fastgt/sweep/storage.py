@@ -110,6 +110,13 @@ def _host_tag(host: str) -> str:
     return hashlib.sha1(host.encode()).hexdigest()[:8]
 
 
+#: whether a read of one file (ids, status, compaction, loads of few files) uses Arrow's
+#: threads: its thread pools, started by threaded reads, now and then aborted the
+#: interpreter as it exited ("terminate called without an active exception", exit 134,
+#: in 1 of 60-300 runs of fastgt status; apache/arrow#34314). One file of 2·10^6 rows
+#: read in 0.17-0.41 s on one thread, 0.11-0.88 s with threads (2 cores, 3 runs)
+FILE_THREADS = False
+
 #: reads of a directory begun again when a file vanished under them, and the pause before
 #: the first (doubled each time)
 RELISTS, RELIST_PAUSE = 6, 0.02
@@ -182,7 +189,7 @@ class Store:
 
     def _read_ids(self, path: str) -> list[str]:
         with self.fs.open(path, "rb") as f:
-            return pq.ParquetFile(f).read(columns=["id"])["id"].to_pylist()
+            return pq.ParquetFile(f).read(columns=["id"], use_threads=FILE_THREADS)["id"].to_pylist()
 
     def latest(self, index: dict | None = None) -> dict[str, str]:
         """Finished cell id -> the stem of the newest file holding its row. Kept between
@@ -286,7 +293,7 @@ class Store:
         path = self.files("cells")[stem]
         with self.fs.open(path, "rb") as f:
             if stem.startswith(PART):
-                t = pq.ParquetFile(f).read(columns=["id", "provenance"])
+                t = pq.ParquetFile(f).read(columns=["id", "provenance"], use_threads=FILE_THREADS)
                 i = t["id"].to_pylist().index(cell_id)
                 return json.loads(t["provenance"][i].as_py() or "{}")
             meta = pq.read_schema(f).metadata or {}  # first layout: the file's footer
@@ -390,7 +397,7 @@ class Store:
                 have = pf.schema_arrow
                 need = None if cols is None else [
                     c for c in dict.fromkeys([*cols, "id"]) if c in have.names]
-                t = pf.read(columns=need)
+                t = pf.read(columns=need, use_threads=FILE_THREADS)
             schemas.append(have)
             tables.append(t if latest is None else newest(t, stem, latest))
         schema = unified([declared, *schemas])
@@ -453,7 +460,7 @@ class Store:
                 if stem not in files:
                     continue
                 with self.fs.open(files[stem], "rb") as f:
-                    t = pq.ParquetFile(f).read()
+                    t = pq.ParquetFile(f).read(use_threads=FILE_THREADS)
                 t = newest(t, stem, latest).replace_schema_metadata(None)
                 if sub == "cells" and not stem.startswith(PART):  # first layout: footer
                     t = _with_provenance(t, files[stem], self.fs)

@@ -9,14 +9,20 @@ from matplotlib.ticker import Formatter
 
 from ..params import CONDITIONAL
 
-#: the run parameters every report and summary figure names
-RUN_KEYS = ("n", "d", "steps", "stepsize", "sigma2")
+#: the run parameters every report and summary figure names (problem and data where they
+#: are not the defaults, QUIET)
+RUN_KEYS = ("n", "d", "steps", "stepsize", "sigma2", "problem", "data")
+
+#: text parameters left unsaid at these values, their defaults (fastgt.problems has data's,
+#: and imports numba: a test keeps the two the same)
+QUIET = {"problem": "quadratic", "data": "synthetic"}
 
 
 def describe_run(cells: pd.DataFrame, keys=RUN_KEYS) -> str:
     """"n = 60, d = 20, steps = 8000, stepsize = 0.001, sigma2 = 1" for the ``keys`` the cells
     have (several values: "stepsize = 0.01 or 0.02"), each from the cells it applies to
-    (params.CONDITIONAL: sigma2 only where a cell's noise adds it)."""
+    (params.CONDITIONAL: sigma2 only where a cell's noise adds it); a text parameter only
+    where it is not its default ("problem = logistic, data = a.svm")."""
     parts = []
     for k in keys:
         if k not in cells.columns:
@@ -24,9 +30,12 @@ def describe_run(cells: pd.DataFrame, keys=RUN_KEYS) -> str:
         col = cells[k]
         if k in CONDITIONAL and CONDITIONAL[k][0] in cells.columns:
             col = col.where(cells[CONDITIONAL[k][0]].isin(CONDITIONAL[k][1]))
-        if col.notna().any():
-            vals = sorted(col.dropna().unique())
-            parts.append(f"{k} = " + " or ".join(f"{v:g}" for v in vals))
+        vals = sorted(col.dropna().unique(), key=str)
+        if vals and isinstance(vals[0], str):
+            if vals != [QUIET.get(k)]:
+                parts.append(f"{k} = " + " or ".join(vals))
+        elif vals:
+            parts.append(f"{k} = " + " or ".join(f"{v:g}" for v in sorted(vals)))
     return ", ".join(parts)
 
 

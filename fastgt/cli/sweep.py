@@ -172,14 +172,15 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
     store = open_sweep(directory)
     if not curves and x is None:
         raise FastGTError("--x is required: allowed a parameter name (or use --curves)")
+    shown = directory + (f" where {', '.join(where)}" if where else "")  # in the title
     if curves:
         if x is not None:
             check_choice("x", x, plots.TRACE_AXES)  # before reading the traces
         fig = plots.curves(_read(store, "traces", where), y=y, hue=hue,
-                           logx=bool(logx), logy=logy, sweep=directory, x=x or "step")
+                           logx=bool(logx), logy=logy, sweep=shown, x=x or "step")
     else:
         fig = plots.summary(_read(store, "cells", where), x=x, y=y, hue=hue,
-                            logx=logx, logy=logy, sweep=directory)
+                            logx=logx, logy=logy, sweep=shown)
     fmt = os.path.splitext(out)[1].lower().lstrip(".")
     write_file("--out", out, lambda name: fig.savefig(name, format=fmt, bbox_inches="tight"))
     click.echo(f"figure written to {out}")

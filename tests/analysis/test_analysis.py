@@ -336,6 +336,22 @@ def test_plot_where_takes_a_list_and_repeats_intersect(results, tmp_path, monkey
         assert res.exit_code == 0, res.output
         for container in drawn[-1].axes[0].containers:
             np.testing.assert_allclose(np.asarray(container.lines[0].get_xdata(), float), sizes)
+        title = drawn[-1].axes[0].get_title()
+        assert title.startswith(f"sweep {results} where {', '.join(where)}; "), title
     res = CliRunner().invoke(plot_cmd, [str(results), "--x", "n", "--where", "n=8",
                                         "--where", "n=16", "-o", str(tmp_path / "g.png")])
     assert res.exit_code == 2 and "no results to plot" in res.output
+
+
+def test_titles_name_a_problem_and_data_that_are_not_the_defaults():
+    from fastgt.analysis.figtext import QUIET, describe_run
+    from fastgt.flat import problem_flat_params
+    from fastgt.params import PARAMS
+
+    assert QUIET == {"problem": PARAMS["problem"].default,
+                     "data": problem_flat_params("logistic")["data"]}
+    cells = pd.DataFrame({"n": [8, 8], "problem": ["quadratic"] * 2, "data": [None, None]})
+    assert describe_run(cells) == "n = 8"
+    cells = pd.DataFrame({"n": [8, 8], "problem": ["logistic", "nonconvex"],
+                          "data": ["a.svm", "synthetic"]})
+    assert describe_run(cells) == "n = 8, problem = logistic or nonconvex, data = a.svm or synthetic"

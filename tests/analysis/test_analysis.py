@@ -354,4 +354,5 @@ def test_titles_name_a_problem_and_data_that_are_not_the_defaults():
     assert describe_run(cells) == "n = 8"
     cells = pd.DataFrame({"n": [8, 8], "problem": ["logistic", "nonconvex"],
                           "data": ["a.svm", "synthetic"]})
-    assert describe_run(cells) == "n = 8, problem = logistic or nonconvex, data = a.svm or synthetic"
+    assert describe_run(cells) == ("n = 8, problem = logistic or nonconvex, "
+                                   "data = a.svm or synthetic")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -86,14 +87,14 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    click.echo("\n".join([report.line(), *report.failures()]))
+    click.echo("\n".join([report.line(), *report.notes(), *report.failures()]))
     if report.lost:
         raise ResultError(f"{report.lost} cells were lost ({report.lost_reason}): rerun the "
                           "command to compute them")
     bad = report.failed + report.status["diverged"]
     if bad:
         raise ResultError(f"{report.failed} cells failed and {report.status['diverged']} "
-                          f"diverged: see `fastgt status {out} --failed`")
+                          f"diverged: see `fastgt status {shlex.quote(out)} --failed`")
 
 
 def _interrupted(report) -> str:

@@ -53,6 +53,8 @@ class SweepReport:
     busy: int = 0  # claimed by another live sweep
     lost: int = 0  # in a task whose worker died: not recorded, a rerun computes them
     lost_reason: str = ""
+    kept_failed: int = 0  # skipped, recorded as failed before
+    others: int = 0  # cells of DIR not in this grid (other specs run there)
     elapsed: float = 0.0
     #: (status, message with its numbers masked) -> [count, first message, first cell id]
     errors: dict = field(default_factory=dict)
@@ -78,6 +80,17 @@ class SweepReport:
         return (f"{self.total} cells: {s['ok']} ok, {s['diverged']} diverged, {s['failed']} failed, "
                 f"{self.skipped} skipped (done before), {self.busy} running elsewhere{lost} "
                 f"[{self.elapsed:.1f} s{rate}]")
+
+    def notes(self) -> list[str]:
+        """What a rerun leaves as it is: failed cells skipped, cells of other specs."""
+        out = []
+        if self.kept_failed:
+            out.append(f"  {self.kept_failed} of the skipped cells had failed: "
+                       "--retry-failed computes them again")
+        if self.others:
+            out.append(f"  DIR also holds {self.others} cells of other grids (fastgt.load "
+                       "reads them too: where= selects)")
+        return out
 
     def failures(self, most: int = 10) -> list[str]:
         """One line per kind of error, most frequent first: count, status, a message, a cell."""
@@ -414,7 +427,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
 
     store = Store(out, create=False)  # read only until the workers are up: a scheduler
     report = SweepReport(total=len(cells))  # that cannot be reached changes nothing in DIR
-    todo, replace = _todo(cells, store, force, retry_failed)
+    todo, replace = _todo(cells, store, force, retry_failed, report)
     report.skipped = len(cells) - len(todo)
     sweep = {"started": t0, "executor": executor, "workers": workers,
              "threads_per_worker": threads, "scheduler": scheduler, "driver_pid": os.getpid()}
@@ -458,15 +471,19 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     return report
 
 
-def _todo(cells, store: Store, force: bool, retry_failed: bool) -> tuple[list, set]:
-    """Cells to compute, and those of them that already have a result (to be replaced)."""
+def _todo(cells, store: Store, force: bool, retry_failed: bool,
+          report: SweepReport) -> tuple[list, set]:
+    """Cells to compute, and those of them that already have a result (to be replaced);
+    the report counts the cells kept as failed and those of DIR not in this grid."""
     done = store.ids()
+    report.others = len(done - {c.id for c in cells})
     if force:
         return list(cells), done
-    redo = set()
-    if retry_failed and done:
-        st = store.read("cells", columns=["id", "status"], where={"status": "failed"})
-        redo = set(st["id"])
+    failed = set()
+    if done:
+        failed = set(store.table("cells", ["id"], where={"status": "failed"})["id"].to_pylist())
+    redo = failed if retry_failed else set()
+    report.kept_failed = sum(c.id in failed for c in cells) - len(redo & {c.id for c in cells})
     return [c for c in cells if c.id not in done or c.id in redo], redo
 
 

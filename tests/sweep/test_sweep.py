@@ -112,9 +112,17 @@ def test_failed_and_diverged_cells_are_recorded_and_resumed(tmp_path):
 
     res = CliRunner().invoke(grid_cmd, [*args, "--workers", "1"])  # nothing left to do
     assert res.exit_code == 0 and _summary(res.output)["skipped"] == 4
+    assert "  1 of the skipped cells had failed: --retry-failed computes them again" in \
+        res.output.splitlines()
     res = CliRunner().invoke(grid_cmd, [*args, "--workers", "1", "--retry-failed"])
     assert res.exit_code == 3 and _summary(res.output)["failed"] == 1, res.output
-    assert _summary(res.output)["skipped"] == 3
+    assert _summary(res.output)["skipped"] == 3 and "had failed" not in res.output
+    # a grid of part of the cells: the others are said to be there
+    one = tmp_path / "one.toml"
+    one.write_text(spec.read_text().split("[[grid]]")[0] + "[[grid]]\nseed = [0]\n")
+    res = CliRunner().invoke(grid_cmd, [str(one), "--out", str(out), "--quiet"])
+    assert res.exit_code == 0 and "  DIR also holds 3 cells of other grids" in res.output, \
+        res.output
     before = {i: _started(out, i) for i in cells.id}
     res = CliRunner().invoke(grid_cmd, [*args, "--workers", "1", "--force"])
     assert _summary(res.output)["ok"] == 2 and res.exit_code == 3

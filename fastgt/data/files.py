@@ -20,6 +20,16 @@ _SPARSE_KEYS = ("data", "shape", "format")
 _SPARSE_INDEX = {"csr": ("indices", "indptr"), "csc": ("indices", "indptr"), "coo": ("row", "col")}
 
 
+def file_stamp(path: str) -> list | None:
+    """[size, modification time in ns] of the file ``path`` names, or None (no such file):
+    what tells a data file rewritten in place from the one read before."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
 def read_file(path: str) -> tuple:
     """(features, labels) of a data file: features a float64 array (rows, d) or CSR matrix,
     labels float64 (rows,). One-line FastGTError for a missing or unreadable file."""

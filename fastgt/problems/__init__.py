@@ -16,6 +16,7 @@ import os
 import pkgutil
 from dataclasses import dataclass, field
 
+from ..data import file_stamp
 from ..errors import FastGTError, bad, check_choice
 from .base import SAMPLED, Problem
 from .noise import NOISES, Noise, make_noise, noise_matrix
@@ -89,7 +90,7 @@ class ProblemSpec:
         builder = PROBLEMS[self.name]
         try:  # a parameter naming a file (data=): with its size and time (a file rewritten
             # in place is read again)
-            stamps = [_stamp(v) for v in self.params.values() if isinstance(v, str)]
+            stamps = [file_stamp(v) for v in self.params.values() if isinstance(v, str)]
             key = (builder, json.dumps([self.params, n, d, stamps], sort_keys=True))
         except TypeError:  # array parameters: built each time (cheap: drawn quadratics)
             return builder(n, d, **self.params)
@@ -98,15 +99,6 @@ class ProblemSpec:
                 _BUILT.pop(next(iter(_BUILT)))
             _BUILT[key] = builder(n, d, **self.params)
         return _BUILT[key]
-
-
-def _stamp(value: str) -> list | None:
-    """A file's size and modification time, if ``value`` names one."""
-    try:
-        st = os.stat(value)
-    except (OSError, ValueError):
-        return None
-    return [st.st_size, st.st_mtime_ns]
 
 
 #: instances built, by (builder, parameters, n, d, files' stamps), oldest first

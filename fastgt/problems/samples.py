@@ -29,7 +29,7 @@ from numba import njit
 from scipy.special import expit
 
 from ..config import INLINE_FLAGS
-from ..data import SPLITS, read_file, split_rows, synthetic
+from ..data import SPLITS, file_stamp, read_file, split_rows, synthetic
 from ..errors import FastGTError, check_choice, check_float, check_int
 from ..kernels.oracles import ProblemKernels, noise_at
 from ..kernels.rng import row_key, uniform_index
@@ -407,7 +407,7 @@ def build(name: str, n: int, d: int, loss: str, rkind: str, data: str, samples: 
     else:
         A, y = read_file(data)
         d = A.shape[1]
-        ident = {"data": data, "stat": _file_stamp(data)}
+        ident = {"data": data, "stat": file_stamp(data)}
         if classification:
             y = _pm_one(y, data)
     sp = split_rows(y, n, split, split_alpha, classification, rng)
@@ -434,9 +434,3 @@ def _pm_one(y: np.ndarray, source: str) -> np.ndarray:
                           "classification problems allow exactly two classes")
     return np.where(y == vals[1], 1.0, -1.0)
 
-
-def _file_stamp(path: str) -> list:
-    import os
-
-    st = os.stat(path)
-    return [st.st_size, st.st_mtime_ns]

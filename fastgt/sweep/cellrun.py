@@ -12,6 +12,7 @@ import time
 import traceback
 import warnings
 
+from ..data import file_stamp
 from ..errors import FastGTWarning
 from ..flat import cell_problem, cell_topology, table_topology
 from ..metrics import METRICS, PROBLEM_COLUMNS
@@ -117,6 +118,8 @@ class _Prepared:
         t0 = time.perf_counter()
         self.row, self.trace, self.meta = {"error": None}, None, dict(meta)
         self.kwargs, self.result = None, None
+        if params.get("data", "synthetic") != "synthetic":  # which version of the file ran
+            self.meta["data_stamp"] = file_stamp(params["data"])
         try:
             self.kwargs = run_arguments(params, topologies)
             sp = self.kwargs["topology"].spectrum()

@@ -30,6 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..data import file_stamp
 from ..errors import FastGTError, check_choice, check_float, check_int
 from ..params import IMPLICIT, inapplicable
 from .cellrun import THREAD_ENV, ping, run_cells, warm_cache, worker_init
@@ -55,6 +56,8 @@ class SweepReport:
     lost_reason: str = ""
     kept_failed: int = 0  # skipped, recorded as failed before
     others: int = 0  # cells of DIR not in this grid (other specs run there)
+    #: data file -> skipped cells that ran on it before it was rewritten
+    stale: dict = field(default_factory=dict)
     elapsed: float = 0.0
     #: (status, message with its numbers masked) -> [count, first message, first cell id]
     errors: dict = field(default_factory=dict)
@@ -90,6 +93,9 @@ class SweepReport:
         if self.others:
             out.append(f"  DIR also holds {self.others} cells of other grids (fastgt.load "
                        "reads them too: where= selects)")
+        for path, count in self.stale.items():
+            out.append(f"  {count} of the skipped cells ran on {path} before it changed: "
+                       "--force computes them again")
         return out
 
     def failures(self, most: int = 10) -> list[str]:
@@ -429,6 +435,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     report = SweepReport(total=len(cells))  # that cannot be reached changes nothing in DIR
     todo, replace = _todo(cells, store, force, retry_failed, report)
     report.skipped = len(cells) - len(todo)
+    report.stale = _stale_data(cells, todo, store)
     sweep = {"started": t0, "executor": executor, "workers": workers,
              "threads_per_worker": threads, "scheduler": scheduler, "driver_pid": os.getpid()}
     backend = pending = None
@@ -485,6 +492,24 @@ def _todo(cells, store: Store, force: bool, retry_failed: bool,
     redo = failed if retry_failed else set()
     report.kept_failed = sum(c.id in failed for c in cells) - len(redo & {c.id for c in cells})
     return [c for c in cells if c.id not in done or c.id in redo], redo
+
+
+def _stale_data(cells, todo, store: Store) -> dict:
+    """Data files rewritten since the finished cells of this grid ran on them: path -> how
+    many (a file's path, not its content, is part of a cell's id; each file's stamp is
+    read from the provenance of one of its cells)."""
+    todo_ids = {c.id for c in todo}
+    by_path: dict = {}
+    for c in cells:
+        path = c.params.get("data", "synthetic")
+        if path != "synthetic" and c.id not in todo_ids:
+            by_path.setdefault(path, []).append(c.id)
+    stale = {}
+    for path, ids in by_path.items():
+        then = store.provenance(ids[0]).get("data_stamp")  # None: written before stamps
+        if then is not None and then != file_stamp(path):
+            stale[path] = len(ids)
+    return stale
 
 
 class _Skip:

@@ -289,6 +289,31 @@ def test_a_data_files_cells_show_its_d(tmp_path):
     assert fastgt.load(tmp_path / "o", where={"d": 3})[0]["id"].tolist() == [cell.id]
 
 
+def test_a_rerun_says_which_data_files_changed_since_their_cells_ran(tmp_path):
+    """A file's path, not its content, is part of a cell's id: a rerun after the file was
+    rewritten keeps the old cells, and says so (--force recomputes them)."""
+    import os
+
+    path = tmp_path / "tiny.npz"
+    np.savez(path, X=np.arange(30.0).reshape(10, 3) % 7, y=np.arange(10) % 2)
+    spec = tmp_path / "g.toml"
+    spec.write_text(f'[run]\ntopology = "ring"\nn = 5\nproblem = "logistic"\ndata = "{path}"\n'
+                    'noise = "full"\nsteps = 20\nrecord_every = 10\n[[grid]]\nseed = [0, 1]\n')
+    args = [str(spec), "--out", str(tmp_path / "o"), "--quiet"]
+    assert CliRunner().invoke(grid_cmd, args).exit_code == 0
+    again = CliRunner().invoke(grid_cmd, args)
+    assert again.exit_code == 0 and "before it changed" not in again.output
+    np.savez(path, X=np.arange(30.0).reshape(10, 3) % 5, y=np.arange(10) % 2)
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # a coarse clock: later
+    again = CliRunner().invoke(grid_cmd, args)
+    assert again.exit_code == 0 and f"  2 of the skipped cells ran on {path} before it " \
+        "changed: --force computes them again" in again.output.splitlines(), again.output
+    forced = CliRunner().invoke(grid_cmd, [*args, "--force"])
+    assert forced.exit_code == 0 and "before it changed" not in forced.output
+    assert "before it changed" not in CliRunner().invoke(grid_cmd, args).output
+
+
 def test_parameters_a_cell_ignores_are_null_in_its_columns(tmp_path):
     """split_alpha without a dirichlet split, samples and label_noise beside a data file,
     sigma2 and batch_size with a noise that takes none: null in the cells' and traces'

@@ -442,18 +442,24 @@ class _OneSlot:
         pass
 
 
-def test_claims_and_status_tell_queued_from_running_cells(tmp_path, monkeypatch):
-    """Of the tasks in flight the first ``slots`` are running, the others queued; when a
-    task ends the next one is marked running. ``fastgt status`` counts both."""
+THREE = '[run]\ntopology = "ring"\nn = 12\nd = 2\nsteps = 20\n[[grid]]\nseed = [0, 1, 2]\n'
+
+
+def _scripted_sweep(monkeypatch, backend, text=THREE, **kw):
+    """run_sweep of the cells of spec ``text`` on a scripted backend, one cell a task."""
     from fastgt.sweep import executors
     from fastgt.sweep.grid import parse_spec
 
-    cells = parse_spec('[run]\ntopology = "ring"\nn = 12\nd = 2\nsteps = 20\n'
-                       '[[grid]]\nseed = [0, 1, 2]\n').cells()
-    backend = _OneSlot(str(tmp_path))
+    cells = parse_spec(text).cells()
     monkeypatch.setattr(executors, "make_backend", lambda *args: backend)
-    report = executors.run_sweep(cells, str(tmp_path), progress=False, max_batch=1,
-                                 flush_seconds=0)
+    return cells, executors.run_sweep(cells, backend.out, progress=False, max_batch=1, **kw)
+
+
+def test_claims_and_status_tell_queued_from_running_cells(tmp_path, monkeypatch):
+    """Of the tasks in flight the first ``slots`` are running, the others queued; when a
+    task ends the next one is marked running. ``fastgt status`` counts both."""
+    backend = _OneSlot(str(tmp_path))
+    cells, report = _scripted_sweep(monkeypatch, backend, flush_seconds=0)
     assert report.status["ok"] == 3
     a, b, c = ((cell.id,) for cell in cells)
     assert backend.states == [{a: "running", b: "queued"}, {b: "running", c: "queued"},
@@ -480,15 +486,12 @@ class _LostSignal(_OneSlot):
 
 def test_a_stop_whose_exception_was_lost_still_stops_the_sweep(tmp_path, monkeypatch):
     from fastgt.cli.sweep import Terminated
-    from fastgt.sweep import executors
-    from fastgt.sweep.grid import parse_spec
+    from fastgt.sweep.executors import POLL
 
-    cells = parse_spec('[run]\ntopology = "ring"\nn = 12\nd = 2\nsteps = 20\n').cells()
     backend = _LostSignal(str(tmp_path))
-    monkeypatch.setattr(executors, "make_backend", lambda *args: backend)
     with pytest.raises(Terminated) as stopped:
-        executors.run_sweep(cells, str(tmp_path), progress=False)
-    assert backend.waits == [executors.POLL]  # a bounded wait, then the stop
+        _scripted_sweep(monkeypatch, backend)
+    assert backend.waits == [POLL]  # a bounded wait, then the stop
     assert stopped.value.sweep_report.status["ok"] == 0
     assert fastgt.sweep.storage.Store(str(tmp_path), create=False).claims() == {}
 
@@ -527,14 +530,9 @@ class _Scripted(_OneSlot):
 def test_a_lost_task_is_not_recorded_and_finished_cells_do_not_wait_for_others(tmp_path,
                                                                                monkeypatch):
     from fastgt.sweep import executors
-    from fastgt.sweep.grid import parse_spec
 
-    cells = parse_spec('[run]\ntopology = "ring"\nn = 12\nd = 2\nsteps = 20\n'
-                       '[[grid]]\nseed = [0, 1, 2]\n').cells()
     backend = _Scripted(str(tmp_path))
-    monkeypatch.setattr(executors, "make_backend", lambda *args: backend)
-    report = executors.run_sweep(cells, str(tmp_path), progress=False, max_batch=1,
-                                 flush_seconds=0.2)
+    cells, report = _scripted_sweep(monkeypatch, backend, flush_seconds=0.2)
     first, lost, last = (c.id for c in cells)
     assert backend.on_disk == {first}
     assert (report.status["ok"], report.lost, report.failed) == (2, 1, 0)
@@ -547,8 +545,7 @@ def test_a_lost_task_is_not_recorded_and_finished_cells_do_not_wait_for_others(t
     assert (again.skipped, again.status["ok"]) == (2, 1) and store.ids() == {first, lost, last}
     # fastgt grid says so, exit code 3
     spec = tmp_path / "g.toml"
-    spec.write_text('[run]\ntopology = "ring"\nn = 12\nd = 2\nsteps = 20\n'
-                    '[[grid]]\nseed = [0, 1, 2]\n')
+    spec.write_text(THREE)
     backend = _Scripted(str(tmp_path / "cli"))
     monkeypatch.setattr(executors, "make_backend", lambda *args: backend)
     res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "cli"), "--quiet",

@@ -45,7 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import FastGTError
-from ..params import PARAMS
+from ..params import CONDITIONAL, PARAMS
 from ..procs import process_start
 from .tables import (
     CELL_SCHEMA,
@@ -55,6 +55,7 @@ from .tables import (
     declared_table,
     expression,
     newest,
+    null_inapplicable,
     select,
     to_pandas,
     trace_table,
@@ -110,13 +111,6 @@ def _host_tag(host: str) -> str:
     return hashlib.sha1(host.encode()).hexdigest()[:8]
 
 
-#: whether a read of one file (ids, status, compaction, loads of few files) uses Arrow's
-#: threads: its thread pools, started by threaded reads, now and then aborted the
-#: interpreter as it exited ("terminate called without an active exception", exit 134,
-#: in 1 of 60-300 runs of fastgt status; apache/arrow#34314). One file of 2·10^6 rows
-#: read in 0.17-0.41 s on one thread, 0.11-0.88 s with threads (2 cores, 3 runs)
-FILE_THREADS = False
-
 #: reads of a directory begun again when a file vanished under them, and the pause before
 #: the first (doubled each time)
 RELISTS, RELIST_PAUSE = 6, 0.02
@@ -129,14 +123,21 @@ def _relisting(read):
 
     @functools.wraps(read)
     def again(self, *args, **kwargs):
-        for attempt in range(RELISTS - 1):
-            try:
-                return read(self, *args, **kwargs)
-            except OSError as err:  # pyarrow's own reads say so in the message only
-                if not (isinstance(err, FileNotFoundError) or "No such file" in str(err)):
-                    raise
-                time.sleep(RELIST_PAUSE * 2 ** attempt)
-        return read(self, *args, **kwargs)
+        if self._retrying:  # inside another such read: that one begins again
+            return read(self, *args, **kwargs)
+        self._retrying = True
+        try:
+            for attempt in range(RELISTS - 1):
+                try:
+                    return read(self, *args, **kwargs)
+                except OSError as err:  # pyarrow's own reads say so in the message only
+                    if not (isinstance(err, FileNotFoundError) or "No such file" in str(err)):
+                        raise
+                    time.sleep(RELIST_PAUSE * 2 ** attempt)
+                    self.fs.invalidate_cache()  # a remote store's cached listing
+            return read(self, *args, **kwargs)
+        finally:
+            self._retrying = False
 
     return again
 
@@ -156,6 +157,7 @@ class Store:
         self._ids: dict[str, list[str]] = {}  # cells file stem -> its ids (files never change)
         self._latest: dict[str, str] = {}  # latest(), as of the stems in _latest_of
         self._latest_of: dict[str, None] = {}
+        self._retrying = False  # inside a read that begins again (_relisting)
 
     def url(self, sub: str) -> str:
         """DIR/<sub> as a URI the workers can open (the protocol kept)."""
@@ -188,8 +190,8 @@ class Store:
         return {s: self._ids[s] for s in files}
 
     def _read_ids(self, path: str) -> list[str]:
-        with self.fs.open(path, "rb") as f:
-            return pq.ParquetFile(f).read(columns=["id"], use_threads=FILE_THREADS)["id"].to_pylist()
+        with self._parquet(path) as f:
+            return f.read(columns=["id"])["id"].to_pylist()
 
     def latest(self, index: dict | None = None) -> dict[str, str]:
         """Finished cell id -> the stem of the newest file holding its row. Kept between
@@ -285,18 +287,21 @@ class Store:
         except FileNotFoundError:
             return None
 
+    @_relisting
     def provenance(self, cell_id: str) -> dict:
         """A finished cell's provenance (versions, host, times, parameters, sweep)."""
         stem = self.latest().get(cell_id)
         if stem is None:
             raise FastGTError(f"cell {cell_id!r} has no result in {self.root}")
-        path = self.files("cells")[stem]
-        with self.fs.open(path, "rb") as f:
+        files = self.files("cells")
+        if stem not in files:  # compacted since latest() listed it
+            raise FileNotFoundError(f"{self.root}/cells/{stem}.parquet")
+        with self._parquet(files[stem]) as f:
             if stem.startswith(PART):
-                t = pq.ParquetFile(f).read(columns=["id", "provenance"], use_threads=FILE_THREADS)
+                t = f.read(columns=["id", "provenance"])
                 i = t["id"].to_pylist().index(cell_id)
                 return json.loads(t["provenance"][i].as_py() or "{}")
-            meta = pq.read_schema(f).metadata or {}  # first layout: the file's footer
+            meta = f.schema_arrow.metadata or {}  # first layout: the file's footer
         return json.loads(meta.get(META_KEY.encode(), b"{}"))
 
     # ---------------------------------------------------------------- clean-up
@@ -331,9 +336,22 @@ class Store:
         return tag == _host_tag(self.me["host"]) and str(process_start(int(pid))) != start
 
     def _writer(self, path: str) -> dict:
-        with self.fs.open(path, "rb") as f:
-            meta = pq.read_schema(f).metadata or {}
+        with self._parquet(path) as f:
+            meta = f.schema_arrow.metadata or {}
         return json.loads(meta.get(META_KEY.encode(), b"{}")).get("writer", {})
+
+    @contextlib.contextmanager
+    def _parquet(self, path: str):
+        """The Parquet file at ``path``: opened by pyarrow itself on a local disk, through
+        fsspec elsewhere. Arrow reads a Python file object with its I/O threads, one of
+        which now and then aborted the interpreter at exit ("terminate called without an
+        active exception", exit 134; apache/arrow#34314): fastgt status did, 1 run in 60-300."""
+        if self.local:
+            with pq.ParquetFile(path) as f:
+                yield f
+        else:
+            with self.fs.open(path, "rb") as raw, pq.ParquetFile(raw) as f:
+                yield f
 
     def _rm(self, path: str) -> int:
         with contextlib.suppress(FileNotFoundError):
@@ -354,7 +372,17 @@ class Store:
     def table(self, sub: str = "cells", columns=None, where=None) -> pa.Table:
         """``read``'s rows as a pyarrow Table. Without a filter, a directory of few files is
         read file by file (pyarrow.parquet only: no pyarrow.dataset, which imports pandas);
-        otherwise through pyarrow.dataset, the filter pushed down."""
+        otherwise through pyarrow.dataset, the filter pushed down. A parameter's column is
+        null where the cell ignores it (params.CONDITIONAL; files written before that
+        rule hold its default there), so its condition's column is read along."""
+        cols = None if columns is None else list(columns)
+        extra = [] if cols is None else [
+            o for o in dict.fromkeys(CONDITIONAL[k][0] for k in cols if k in CONDITIONAL)
+            if o not in cols]
+        out = null_inapplicable(self._table(sub, cols and [*cols, *extra], where))
+        return out.select(cols) if extra else out
+
+    def _table(self, sub: str, columns, where) -> pa.Table:
         files = self.files(sub)
         declared = CELL_SCHEMA if sub == "cells" else TRACE_SCHEMA
         if not files:
@@ -367,14 +395,15 @@ class Store:
             return self._by_file(files, declared, cols, None if clean else latest, sub)
         import pyarrow.dataset as pads
 
-        frags = list(pads.dataset(list(files.values()), filesystem=self.fs,
+        fs = None if self.local else self.fs  # local: pyarrow's own files (_parquet)
+        frags = list(pads.dataset(list(files.values()), filesystem=fs,
                                   format="parquet").get_fragments())
         schema = unified([declared] + [f.physical_schema for f in frags])
         check_columns(cols, schema, sub)
         expr = expression(where, schema, sub)
         try:
             if clean:
-                return pads.dataset(list(files.values()), schema=schema, filesystem=self.fs,
+                return pads.dataset(list(files.values()), schema=schema, filesystem=fs,
                                     format="parquet").to_table(columns=cols, filter=expr)
             # a cell in two files, or traces without their cells: keep the rows of each
             # cell's newest file
@@ -392,12 +421,11 @@ class Store:
         the rows of each cell's newest file (None: no cell is in two files)."""
         tables, schemas = [], []
         for stem, path in files.items():
-            with self.fs.open(path, "rb") as f:
-                pf = pq.ParquetFile(f)
+            with self._parquet(path) as pf:
                 have = pf.schema_arrow
                 need = None if cols is None else [
                     c for c in dict.fromkeys([*cols, "id"]) if c in have.names]
-                t = pf.read(columns=need, use_threads=FILE_THREADS)
+                t = pf.read(columns=need)
             schemas.append(have)
             tables.append(t if latest is None else newest(t, stem, latest))
         schema = unified([declared, *schemas])
@@ -441,8 +469,8 @@ class Store:
         for stem in stems:
             n = 0
             if stem in trace_files:
-                with self.fs.open(trace_files[stem], "rb") as f:
-                    n = pq.read_metadata(f).num_rows
+                with self._parquet(trace_files[stem]) as f:
+                    n = f.metadata.num_rows
             if chunks[-1] and rows + n > COMPACT_ROWS:
                 chunks.append([])
                 rows = 0
@@ -459,11 +487,11 @@ class Store:
             for stem in chunk:
                 if stem not in files:
                     continue
-                with self.fs.open(files[stem], "rb") as f:
-                    t = pq.ParquetFile(f).read(use_threads=FILE_THREADS)
+                with self._parquet(files[stem]) as f:
+                    t, footer = f.read(), f.schema_arrow.metadata or {}
                 t = newest(t, stem, latest).replace_schema_metadata(None)
                 if sub == "cells" and not stem.startswith(PART):  # first layout: footer
-                    t = _with_provenance(t, files[stem], self.fs)
+                    t = _with_provenance(t, footer)
                 tables.append(t)
             if tables:
                 self._put(sub, name, pa.concat_tables(tables, promote_options="permissive"))
@@ -595,10 +623,10 @@ class Store:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _with_provenance(table: pa.Table, path: str, fs) -> pa.Table:
-    """A first-layout cell table with its footer's provenance as the provenance column."""
-    with fs.open(path, "rb") as f:
-        meta = (pq.read_schema(f).metadata or {}).get(META_KEY.encode(), b"{}").decode()
+def _with_provenance(table: pa.Table, footer: dict) -> pa.Table:
+    """A first-layout cell table with its file's footer's provenance as the provenance
+    column."""
+    meta = footer.get(META_KEY.encode(), b"{}").decode()
     col = pa.array([meta] * table.num_rows, type=pa.string())
     if "provenance" in table.column_names:
         return table.set_column(table.column_names.index("provenance"), "provenance", col)

@@ -40,9 +40,8 @@ def to_pandas(table: pa.Table):
     """A table as a DataFrame, integer columns as pandas' nullable Int64: a parameter that
     only some cells have (rows, graph_seed, ...) would otherwise come back as float64, and
     seeds beyond 2^53 would lose digits on the way; params.IMPLICIT's columns with the
-    value their cells ran with where a file has none, and null where a cell ignores a
-    parameter (params.CONDITIONAL), as files written before that show it too. (pandas
-    imported here only: status and compact read without it.)"""
+    value their cells ran with where a file has none. (pandas imported here only: status
+    and compact read without it.)"""
     import pandas as pd
 
     df = table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
@@ -50,10 +49,20 @@ def to_pandas(table: pa.Table):
         if key in df.columns and df[key].isna().any():
             kind = pd.Int64Dtype() if type(value) is int else type(value)
             df[key] = df[key].astype(object).where(df[key].notna(), value).astype(kind)
-    for key, (other, values) in CONDITIONAL.items():
-        if key in df.columns and other in df.columns:
-            df[key] = df[key].where(df[other].isin(values))
     return df
+
+
+def null_inapplicable(table: pa.Table) -> pa.Table:
+    """The table with each parameter's column null where its cell ignores it
+    (params.CONDITIONAL: split_alpha without a dirichlet split, ...), as files written
+    before that rule show the default there."""
+    for key, (other, values) in CONDITIONAL.items():
+        if key in table.column_names and other in table.column_names:
+            col = table[key]
+            applies = pc.fill_null(pc.is_in(table[other], pa.array(values)), False)
+            table = table.set_column(table.column_names.index(key), key,
+                                     pc.if_else(applies, col, pa.nulls(len(table), col.type)))
+    return table
 
 
 def columns_of(rows: list[dict]) -> dict:

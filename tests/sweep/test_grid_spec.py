@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from click.testing import CliRunner
 
@@ -349,19 +350,24 @@ def test_parameters_a_cell_ignores_are_null_in_its_columns(tmp_path):
     assert rows(cells.astype(object).where(cells.notna(), None).to_dict("records")) == want
     assert traces.groupby("id")["split_alpha"].first().isna().sum() == 1
     assert len(fastgt.load(out, where={"split_alpha": 1.0})[0]) == 1
-    # a file from before: the defaults written as values, read as null, filtered as such
-    store = fastgt.sweep.storage.Store(out, create=False)
-    old = pq.read_table(out / "cells").to_pandas()
-    old = old.fillna({"split_alpha": 1.0, "sigma2": 1.0, "samples": 100, "label_noise": 0.1,
-                      "batch_size": 1})
-    assert cells.shape[0] == 3 and store.ids() == set(cells["id"])
-    from fastgt.sweep.tables import expression, to_pandas
-
-    again = to_pandas(pa.Table.from_pandas(old, preserve_index=False))
+    # files from before: the defaults written as values, read as null, filtered as such,
+    # whatever columns are read
+    for sub in ("cells", "traces"):
+        (path,) = (out / sub).glob("part-*.parquet")
+        old = pq.read_table(path)
+        for key, default in (("split_alpha", 1.0), ("sigma2", 1.0), ("samples", 100),
+                             ("label_noise", 0.1), ("batch_size", 1)):
+            filled = pc.fill_null(old[key], pa.scalar(default, old[key].type))
+            old = old.set_column(old.column_names.index(key), key, filled)
+        pq.write_table(old, path)
+    assert pq.read_table(out / "cells")["split_alpha"].null_count == 0  # as before the rule
+    again, old_traces = fastgt.load(out)
     assert rows(again.astype(object).where(again.notna(), None).to_dict("records")) == want
-    table = pa.Table.from_pandas(old, preserve_index=False)
-    kept = table.filter(expression({"split_alpha": 1.0}, table.schema, "cells"))
-    assert kept.column("split").to_pylist() == ["dirichlet"]
+    assert old_traces.groupby("id")["split_alpha"].first().isna().sum() == 1
+    some = fastgt.load(out, columns=["id", "split_alpha"], traces=False)[0]
+    assert list(some.columns) == ["id", "split_alpha"] and some["split_alpha"].isna().sum() == 1
+    kept = fastgt.load(out, where={"split_alpha": 1.0})
+    assert kept[0]["split"].tolist() == ["dirichlet"] and set(kept[1]["split"]) == {"dirichlet"}
 
 
 def test_the_conditions_under_which_parameters_apply_are_the_engines():

@@ -72,7 +72,8 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
         return
     _theory_notes(cells)
     main_thread = threading.current_thread() is threading.main_thread()
-    previous = {s: signal.signal(s, _stopped) for s in _STOPS} if main_thread else {}
+    previous = {s: signal.signal(s, _stopped) for s in _STOPS  # an ignored one stays so
+                if main_thread and signal.getsignal(s) is not signal.SIG_IGN}
     try:
         report = run_sweep(cells, out, executor=executor, workers=workers,
                            threads=threads_per_worker, scheduler=scheduler, force=force,
@@ -89,8 +90,8 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
             signal.signal(s, handler)
     click.echo("\n".join([report.line(), *report.notes(), *report.failures()]))
     if report.lost:
-        raise ResultError(f"{report.lost} cells were lost ({report.lost_reason}): rerun the "
-                          "command to compute them")
+        raise ResultError(f"{report.lost} cells were lost ({report.lost_reason}; e.g. cell "
+                          f"{', '.join(report.lost_ids)}): rerun the command to compute them")
     bad = report.failed + report.status["diverged"]
     if bad:
         raise ResultError(f"{report.failed} cells failed and {report.status['diverged']} "

@@ -22,6 +22,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import logging
+import math
 import os
 import re
 import sys
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING
 from ..data import file_stamp
 from ..errors import FastGTError, check_choice, check_float, check_int
 from ..params import IMPLICIT, inapplicable
-from .cellrun import THREAD_ENV, ping, run_cells, warm_cache, worker_init
+from .cellrun import THREAD_ENV, one_line, ping, run_cells, warm_cache, worker_init
 from .tasks import FLUSH_ROWS, FLUSH_SECONDS, MAX_BATCH, TASK_SECONDS, Planner
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class SweepReport:
     busy: int = 0  # claimed by another live sweep
     lost: int = 0  # in a task whose worker died: not recorded, a rerun computes them
     lost_reason: str = ""
+    lost_ids: list = field(default_factory=list)  # the first few
     kept_failed: int = 0  # skipped, recorded as failed before
     others: int = 0  # cells of DIR not in this grid (other specs run there)
     #: data file -> skipped cells that ran on it before it was rewritten
@@ -181,24 +183,33 @@ def _mp_context(threads: int):
 
 @contextlib.contextmanager
 def _signals_deferred():
-    """Ctrl-C or SIGTERM inside the block is handled at its end, by the handler in place
-    before it (main thread only)."""
+    """A Ctrl-C or SIGTERM inside the block is handled at its end (however the block ends)
+    by the handler in place before it, a second one at once (main thread only)."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught = []
-    previous = {s: signal.signal(s, lambda signum, _: caught.append(signum))
-                for s in (signal.SIGINT, signal.SIGTERM)}
+    caught, previous = [], {}
+
+    def restore():
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+    def record(signum, frame):
+        caught.append(signum)
+        if len(caught) == 2:  # insisted on: now
+            restore()
+            signal.raise_signal(signum)
+
+    previous.update({s: signal.signal(s, record) for s in (signal.SIGINT, signal.SIGTERM)})
     try:
         yield
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    if caught:
-        signal.raise_signal(caught[0])
+        restore()
+        if len(caught) == 1:
+            signal.raise_signal(caught[0])
 
 
 #: a stop a signal handler asked for (``stop``): the dispatch loop raises it too, as an
@@ -214,6 +225,11 @@ def stop(exc: BaseException) -> None:
     which writes the finished cells first), now and, should that be lost, within POLL s."""
     _stops[:] = [exc]
     raise exc
+
+
+#: Dask's errors of a task whose worker died or that the cluster dropped (by class name:
+#: where they live moves between releases)
+DASK_LOST = {"KilledWorker", "CommClosedError", "CancelledError", "FutureCancelledError"}
 
 
 class LostTask(Exception):
@@ -273,7 +289,9 @@ class LocalBackend:
             raise LostTask(f"worker process died: {err}") from None
 
     def close(self, terminate: bool = False) -> None:
-        procs = list(self.pool._processes.values()) if terminate else []  # no public API < 3.14
+        """Stop the pool (again: a pool closed before, as by a failed restart, is left)."""
+        running = self.pool._processes or {}  # no public API < 3.14; None once shut down
+        procs = list(running.values()) if terminate else []
         for proc in procs:
             proc.terminate()
         for proc in procs:
@@ -344,11 +362,17 @@ class DaskBackend:
             return set()
 
     def result(self, fut, count: int):
+        """The task's results; a LostTask when its worker died or the cluster dropped it,
+        failed rows for any other error of the task (a rerun would meet it again)."""
         self.futures.discard(fut)
         try:
             return fut.result()
-        except Exception as err:  # noqa: BLE001 (lost worker, KilledWorker, ...)
-            raise LostTask(f"dask task lost: {type(err).__name__}: {err}") from None
+        except Exception as err:  # noqa: BLE001 (recorded: the sweep goes on)
+            if {t.__name__ for t in type(err).__mro__} & DASK_LOST:
+                raise LostTask(f"dask task lost: {one_line(err)}") from None
+            row = {"status": "failed", "error": f"dask task: {one_line(err)}",
+                   "wall_time": math.nan}
+            return [(row, None, {})] * count
 
     def close(self, terminate: bool = False) -> None:
         if self.client is not None:
@@ -422,7 +446,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     fastgt.sweep.tasks; flush_seconds: finished cells are written, as one file pair, at
     least this often. When every cell is done, the files are compacted (Store.compact).
     Ctrl-C (KeyboardInterrupt) stops the workers, writes the finished cells, releases this
-    sweep's claims and propagates.
+    sweep's claims and propagates, the report as its ``sweep_report``.
     """
     workers, threads, max_batch, flush_seconds = check_options(
         executor, scheduler, workers, threads, max_batch, flush_seconds)  # before DIR
@@ -438,6 +462,30 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     report.stale = _stale_data(cells, todo, store)
     sweep = {"started": t0, "executor": executor, "workers": workers,
              "threads_per_worker": threads, "scheduler": scheduler, "driver_pid": os.getpid()}
+    try:  # whichever KeyboardInterrupt leaves: the first, or one during the clean-up
+        _work(cells, todo, replace, out, store, report, sweep, spec_text, t0_ns,
+              (executor, workers, threads, scheduler), progress,
+              (max_batch, task_seconds, flush_seconds))
+    except KeyboardInterrupt as stop:
+        stop.sweep_report = report
+        raise
+    finally:
+        report.elapsed = time.time() - t0
+    if _stops:  # a stop whose exception was lost after the loop
+        stop = _stops.pop()
+        stop.sweep_report = report
+        raise stop
+    return report
+
+
+def _work(cells, todo, replace, out, store, report, sweep, spec_text, t0_ns, how, progress,
+          sizes) -> None:
+    """run_sweep's work, once it knows the cells to compute: ``how`` = (executor, workers,
+    threads, scheduler), ``sizes`` = (max_batch, task_seconds, flush_seconds)."""
+    from .storage import Store
+
+    executor, workers, threads, scheduler = how
+    max_batch, task_seconds, flush_seconds = sizes
     backend = pending = None
     try:
         if todo:
@@ -451,31 +499,27 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
         store.clean()
         if not todo:  # all done before (a killed sweep's rerun: its parts are compacted here)
             store.compact()
-            report.elapsed = time.time() - t0
-            return report
+            return
         pending = _Pending(store, sweep, flush_seconds)
         planner = Planner(todo, backend.slots, max_batch, threads, task_seconds)
         _dispatch(backend, planner, _Skip(store, replace, t0_ns), store, pending, report,
                   threads, progress)
-    except BaseException as stop:
+    except BaseException:
         if backend is not None:
-            backend.close(terminate=True)
+            with _signals_deferred():  # a second Ctrl-C waits for the workers to stop
+                backend.close(terminate=True)
             backend = None
-        if isinstance(stop, KeyboardInterrupt):  # what was finished (flushed below)
-            stop.sweep_report = report
         raise
     finally:
-        try:
-            if backend is not None:
-                backend.close()
-            if pending is not None:
-                pending.flush()  # finished work is never lost, whatever stopped the sweep
-        finally:
-            store.release_all()
-            report.elapsed = time.time() - t0
+        with _signals_deferred():  # finished work is never lost, whatever stopped the sweep
+            try:
+                if backend is not None:
+                    backend.close()
+                if pending is not None:
+                    pending.flush()
+            finally:
+                store.release_all()
     store.compact()
-    report.elapsed = time.time() - t0
-    return report
 
 
 def _todo(cells, store: Store, force: bool, retry_failed: bool,
@@ -648,6 +692,7 @@ def _dispatch(backend, planner: Planner, skip: _Skip, store: Store, pending: _Pe
                     store.release(token)
                     report.lost += len(cells)
                     report.lost_reason = report.lost_reason or str(lost)
+                    report.lost_ids += [c.id for c in cells][:3 - len(report.lost_ids)]
                     bar.update(len(cells))
                     continue
                 pending.add(cells, results, token)

@@ -477,6 +477,7 @@ class _LostSignal(_OneSlot):
         from fastgt.sweep.executors import stop
 
         self.waits = [*getattr(self, "waits", []), timeout]
+        assert len(self.waits) < 3, "the lost stop was never raised"
         try:
             stop(Terminated())
         except Terminated:
@@ -494,6 +495,96 @@ def test_a_stop_whose_exception_was_lost_still_stops_the_sweep(tmp_path, monkeyp
     assert backend.waits == [POLL]  # a bounded wait, then the stop
     assert stopped.value.sweep_report.status["ok"] == 0
     assert fastgt.sweep.storage.Store(str(tmp_path), create=False).claims() == {}
+
+
+class _SecondStop(_OneSlot):
+    """Task 0 finishes, then a Ctrl-C; and another while the workers are stopped."""
+
+    def wait_any(self, futures, timeout=None):
+        if 0 in futures:
+            return [0]
+        raise KeyboardInterrupt
+
+    def close(self, terminate=False):
+        if terminate:
+            raise KeyboardInterrupt
+
+
+def test_a_second_stop_during_the_clean_up_keeps_the_finished_cells_and_their_count(
+        tmp_path, monkeypatch):
+    backend = _SecondStop(str(tmp_path))
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        _scripted_sweep(monkeypatch, backend)
+    assert stopped.value.sweep_report.status["ok"] == 1
+    store = fastgt.sweep.storage.Store(str(tmp_path), create=False)
+    assert len(store.ids()) == 1 and store.claims() == {}
+
+
+def test_signals_in_a_deferred_block_are_handled_at_its_end_or_at_once_when_repeated():
+    from fastgt.sweep.executors import _signals_deferred
+
+    # the block failed: the signal still acts
+    with pytest.raises(KeyboardInterrupt) as stop, _signals_deferred():
+        signal.raise_signal(signal.SIGINT)
+        raise OSError("the block failed")
+    assert isinstance(stop.value.__context__, OSError)
+    reached = []
+    with pytest.raises(KeyboardInterrupt), _signals_deferred():  # a second Ctrl-C: at once
+        signal.raise_signal(signal.SIGINT)
+        reached.append(1)
+        signal.raise_signal(signal.SIGINT)
+        reached.append(2)
+    assert reached == [1] and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_sweep_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path, monkeypatch):
+    """A background job (`fastgt grid ... &` in a script) starts with SIGINT ignored: the
+    terminal's Ctrl-C is not its to obey. SIGTERM still stops it."""
+    seen = {}
+
+    def run_sweep(*args, **kwargs):
+        seen.update({s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)})
+        return fastgt.sweep.executors.SweepReport()
+
+    monkeypatch.setattr("fastgt.sweep.executors.run_sweep", run_sweep)
+    spec = tmp_path / "g.toml"
+    spec.write_text(THREE)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "o"), "--quiet"])
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # restored as it was
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert res.exit_code == 0, res.output
+    assert seen[signal.SIGINT] is signal.SIG_IGN and seen[signal.SIGTERM] is not signal.SIG_DFL
+
+
+def test_a_closed_pool_closes_again():
+    backend = LocalBackend(1, 1)
+    backend.close()
+    backend.close(terminate=True)  # as after a failed restart: no AttributeError
+
+
+def test_dask_tells_a_lost_task_from_a_failing_one():
+    from fastgt.sweep.executors import DaskBackend, LostTask
+
+    class KilledWorker(Exception):
+        pass
+
+    class Done:
+        def __init__(self, err):
+            self.err = err
+
+        def result(self):
+            raise self.err
+
+    backend = object.__new__(DaskBackend)  # no cluster: result() only
+    backend.futures = set()
+    with pytest.raises(LostTask, match="dask task lost: KilledWorker: gone"):
+        backend.result(Done(KilledWorker("gone")), 2)
+    rows = backend.result(Done(ValueError("bad\nvalue")), 2)
+    assert [r["status"] for r, _, _ in rows] == ["failed"] * 2
+    assert rows[0][0]["error"] == "dask task: ValueError: bad value"
 
 
 class _Scripted(_OneSlot):
@@ -551,8 +642,8 @@ def test_a_lost_task_is_not_recorded_and_finished_cells_do_not_wait_for_others(t
     res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "cli"), "--quiet",
                                         "--max-batch", "1", "--flush-seconds", "0.2"])
     assert res.exit_code == 3 and res.output.splitlines()[-1] == (
-        "Error: 1 cells were lost (worker process died: killed): rerun the command to "
-        "compute them"), res.output
+        f"Error: 1 cells were lost (worker process died: killed; e.g. cell {lost}): rerun "
+        "the command to compute them"), res.output
 
 
 def test_workers_import_the_drivers_fastgt_not_the_working_directorys(tmp_path):

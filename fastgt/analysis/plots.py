@@ -45,12 +45,15 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
     steps, stepsize, sigma2) and what the error bars are (the seeds behind each point)."""
     _check_columns(cells, x=x, y=y, hue=hue)
     unset = int(cells[x].isna().sum())  # cells x does not apply to (split_alpha of iid ones)
-    if unset == len(cells):
+    if len(cells) and unset == len(cells):
         raise FastGTError(f"x={x!r} has no value in these cells: it does not apply to them")
     cells = cells[cells[x].notna()]
     by = [x] + ([hue] if hue else [])
+    # parameters a point averages over: those that vary among its own cells (a family's or
+    # problem's own parameters, null elsewhere, do not)
+    points = cells.groupby(by, dropna=False)
     others = [c for c in parameter_columns(cells)
-              if c not in (*by, "seed") and cells[c].nunique(dropna=False) > 1]
+              if c not in (*by, "seed") and points[c].nunique().gt(1).any()]
     agg = aggregate(cells, values=[y], by=by, level=level)
     if agg.empty:
         raise FastGTError(f"no cell with status ok has a value of {y!r}")

@@ -129,13 +129,15 @@ def _groups(ok: pd.DataFrame):
         if family not in FIGURES:
             continue
         param = FIGURES[family][1]
+        # the paper's cells only: what varies among them names the figures (a noiseless
+        # cell's null sigma2 must not)
+        fam = fam[fam["noise"].isin(list(SETUPS)) & (fam["problem"] == "quadratic")]
         keys = [c for c in parameter_columns(fam) if c not in (param, "seed")]
         varying = [k for k in keys if fam[k].nunique(dropna=False) > 1
                    and k not in ("noise", "algorithm")]
         for vals, group in fam.groupby(keys, dropna=False, sort=True):
-            key = dict(zip(keys, vals if isinstance(vals, tuple) else (vals,)))
-            if key["noise"] in SETUPS and key["problem"] == "quadratic":
-                yield family, param, key, varying, group
+            yield family, param, dict(zip(keys, vals if isinstance(vals, tuple) else (vals,))), \
+                varying, group
 
 
 def report(path, out=None, metric: str = "consensus", include_transient: bool = False,

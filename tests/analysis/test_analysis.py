@@ -158,6 +158,12 @@ def test_summary_names_unordered_values_and_leaves_out_cells_without_x(results):
     x, y = ax.containers[0].lines[0].get_data()  # n = 8: dsgd at 0, gt at 1
     np.testing.assert_allclose(np.asarray(x, float), [0, 1])
     np.testing.assert_allclose(y, np.array([3.0, 1.0]) / 8 * 1.05)
+    # a parameter null where it does not apply, fixed within each point: not averaged over
+    noiseless = cells["n"] == 8
+    mixed = cells.assign(noise=np.where(noiseless, "none", "gaussian"),
+                         sigma2=np.where(noiseless, np.nan, 1.0))
+    title = summary(mixed, x="n", hue="algorithm").axes[0].get_title()
+    assert "mean over seeds;" in title and "sigma2 = 1" in title, title
     lazy = summary(cells.assign(lazy=cells["n"] > 8), x="lazy").axes[0]
     assert [t.get_text() for t in lazy.get_xticklabels()] == ["False", "True"]
     alpha = cells["n"].map({8: None, 16: 0.5, 32: 5.0}).astype(float)

@@ -260,3 +260,17 @@ def test_cells_outside_the_paper_sweeps_are_counted_not_drawn_and_names_are_safe
     md = (tmp_path / "out" / "slopes.md").read_text()
     assert "4 cells of ring" in md and "2 other ok cells left out (not interp_ring or ring, " \
         "gaussian or structured noise, the quadratic problem" in md, md
+
+
+def test_noiseless_cells_beside_the_paper_sweeps_leave_their_names_alone(tmp_path):
+    """A noise = "none" block in a paper-like sweep: its cells are left out, and their null
+    sigma2 does not count as a second sigma2 (file names and titles as without them)."""
+    base = ('[run]\ntopology = "ring"\nn = 8\nd = 2\nsteps = 200\nrecord_every = 20\n'
+            '[[grid]]\nself_weight = [0.3, 0.5]\nnoise = ["gaussian", "structured"]\n')
+    names, none = [], '[[grid]]\nself_weight = [0.3, 0.5]\nnoise = "none"\n'
+    for name, extra in (("plain", ""), ("with_none", none)):
+        write_sweep(tmp_path / name, base + extra)
+        with Saved() as figures:
+            report(str(tmp_path / name), str(tmp_path / f"out_{name}"))
+        names.append(sorted(n.rsplit("/", 1)[-1] for n, _ in figures))
+    assert names[0] == names[1] and not any("sigma2" in n for n in names[0]), names

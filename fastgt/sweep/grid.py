@@ -149,17 +149,19 @@ class GridSpec:
     def cells(self) -> list[Cell]:
         """Validated cells (the union of every grid's product), duplicates removed, in order."""
         seen: dict[str, Cell] = {}
+        origin: dict[str, int] = {}  # cell id -> the grid table it came from first
         for g, table in enumerate(self.grids or [{}]):
             axes = [(k, v if isinstance(v, list) else [v]) for k, v in table.items()]
             for combo in itertools.product(*(vals for _, vals in axes)):
                 params = {**self.run, **{k: v for (k, _), v in zip(axes, combo)}}
                 cell = self._cell(params, g)
                 seen.setdefault(cell.id, cell)
+                origin.setdefault(cell.id, g)
         cells = list(seen.values())
-        self._check_buildable(cells)
+        self._check_buildable(cells, origin)
         return cells
 
-    def _check_buildable(self, cells: list[Cell]) -> None:
+    def _check_buildable(self, cells: list[Cell], origin: dict) -> None:
         """Build every distinct problem (on a tiny n, d) and topology of the cells once, so
         that values only a build can judge (mu > L, a hypercube's n, a ring's zero
         self_weight) are errors before anything runs. A random graph that comes out
@@ -190,8 +192,10 @@ class GridSpec:
                         raise FastGTError(f"{self.source}: cell with {shown}: {err}") from None
                     built[key] = None
             d, data = cell.params["d"], cell.params.get("data", "synthetic")
-            if data != "synthetic" and d != problems[key].d and self._given("d"):
-                raise FastGTError(f"{self._given('d')}: d = {d} does not apply to data = "
+            g = origin[cell.id]  # a d set for this cell (its table or [run]), not another's
+            if data != "synthetic" and d != problems[key].d and (
+                    (g, "d") in self.where or ("run", "d") in self.where):
+                raise FastGTError(f"{self._loc('d', g)}: d = {d} does not apply to data = "
                                   f"{data!r}: its d is the file's, {problems[key].d} (leave d "
                                   "out)")
             noise = cell.params["noise"]

@@ -265,6 +265,10 @@ def test_a_data_file_with_fewer_rows_than_nodes_fails_before_anything_runs(tmp_p
                                           r"data = .*: its d is the file's, 3 \(leave d out\)"):
         G.parse_spec(text + "[[grid]]\nd = [3, 50]\n", source="spec.toml").cells()
     assert len(G.parse_spec(text + "d = 3\n").cells()) == 1
+    # a d in another table (synthetic data there) is that table's: the file's cells keep theirs
+    two = text + '[[grid]]\nseed = [0, 1]\n[[grid]]\ndata = "synthetic"\nd = 8\n'
+    cells = G.parse_spec(two, source="spec.toml").cells()
+    assert sorted(c.params["data"] == "synthetic" for c in cells) == [False, False, True]
 
 
 def test_a_data_files_cells_show_its_d(tmp_path):

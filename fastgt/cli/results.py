@@ -16,34 +16,40 @@ from .exits import user_errors
 def status(directory, show_failed):
     """Counts of done / failed / running / queued / missing cells of the sweep DIR.
 
-    Running and queued cells are claimed by a live sweep (queued: submitted, waiting for a
-    worker); missing cells are those of DIR/grid.toml (the spec last run there) without a
-    result or a claim.
+    The counts are of the cells of DIR/grid.toml (the spec last run there; every cell of
+    DIR without one), those of other specs counted apart. Running and queued cells are
+    claimed by a live sweep (queued: submitted, waiting for a worker); missing cells have
+    neither a result nor a claim.
     """
-    import pyarrow.compute as pc
-
     from ..sweep.storage import open_sweep
 
     store = open_sweep(directory)
-    cells = store.table("cells", ["id", "status"])
-    counts = {d["values"]: d["counts"] for d in pc.value_counts(cells["status"]).to_pylist()}
-    claims = store.claims()
+    claims = store.claims()  # before the results: a cell written meanwhile is seen done
     live = {k: v for k, v in claims.items() if not store.stale(v)}
     queued = {i for v in live.values() if v.get("state") == "queued" for i in v["ids"]}
     claimed = {i for v in live.values() for i in v["ids"]}
+    rows = store.table("cells", ["id", "status"]).to_pylist()
+    status_of = {r["id"]: r["status"] for r in rows}
     text, ids = store.spec()
-    ok, div, failed = (int(counts.get(k, 0)) for k in ("ok", "diverged", "failed"))
-    lines = [f"done      {ok + div} (ok {ok}, diverged {div})", f"failed    {failed}",
-             f"running   {len(claimed - queued)}", f"queued    {len(queued)}"]
-    if text is not None:
-        if ids is None:  # a directory of an older fastgt: no grid.ids beside the spec
-            from ..sweep.grid import parse_spec
+    if text is not None and ids is None:  # a directory of an older fastgt: no grid.ids
+        from ..sweep.grid import parse_spec
 
-            ids = [c.id for c in parse_spec(text, f"{directory}/grid.toml").cells()]
-        have, ids = set(cells["id"].to_pylist()), set(ids)
-        lines.append(f"missing   {len(ids - have - claimed)} (of {len(ids)} cells in grid.toml)")
-        if have - ids:
-            lines.append(f"other     {len(have - ids)} (results not in grid.toml)")
+        ids = [c.id for c in parse_spec(text, f"{directory}/grid.toml").cells()]
+    have = set(status_of)
+    grid = have | claimed if ids is None else set(ids)  # the counts: grid.toml's cells
+    done = [s for i, s in status_of.items() if i in grid]
+    n = {k: done.count(k) for k in ("ok", "diverged", "failed")}
+    lines = [f"done      {n['ok'] + n['diverged']} (ok {n['ok']}, diverged {n['diverged']})",
+             f"failed    {n['failed']}", f"running   {len((claimed - queued) & grid - have)}",
+             f"queued    {len(queued & grid - have)}"]
+    if ids is not None:
+        lines.append(f"missing   {len(grid - have - claimed)} (of {len(grid)} cells in "
+                     "grid.toml)")
+        other = [s for i, s in status_of.items() if i not in grid]
+        if other:
+            n = {k: other.count(k) for k in ("ok", "diverged", "failed")}
+            lines.append(f"other     {len(other)} results not in grid.toml (ok {n['ok']}, "
+                         f"diverged {n['diverged']}, failed {n['failed']})")
     stale = sum(len(v["ids"]) for k, v in claims.items() if k not in live)
     if stale:
         lines.append(f"stale     {stale} cells claimed by dead sweeps (retaken on rerun)")
@@ -52,7 +58,8 @@ def status(directory, show_failed):
         bad = store.table("cells", ["id", "status", "error"],
                           where={"status": ["failed", "diverged"]})
         for row in bad.to_pylist():
-            click.echo(f"{row['id']}  {row['status']}  {row['error']}")
+            apart = "" if row["id"] in grid else "  (not in grid.toml)"
+            click.echo(f"{row['id']}  {row['status']}  {row['error']}{apart}")
 
 
 @click.command("compact")

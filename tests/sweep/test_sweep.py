@@ -123,6 +123,11 @@ def test_failed_and_diverged_cells_are_recorded_and_resumed(tmp_path):
     res = CliRunner().invoke(grid_cmd, [str(one), "--out", str(out), "--quiet"])
     assert res.exit_code == 0 and "  DIR also holds 3 cells of other grids" in res.output, \
         res.output
+    # fastgt status counts grid.toml's (now one.toml's) cells, the others apart
+    st = CliRunner().invoke(status_cmd, [str(out), "--failed"]).output.splitlines()
+    assert st[:2] == ["done      1 (ok 1, diverged 0)", "failed    0"], st
+    assert "other     3 results not in grid.toml (ok 1, diverged 1, failed 1)" in st, st
+    assert sum(line.endswith("(not in grid.toml)") for line in st) == 2, st
     before = {i: _started(out, i) for i in cells.id}
     res = CliRunner().invoke(grid_cmd, [*args, "--workers", "1", "--force"])
     assert _summary(res.output)["ok"] == 2 and res.exit_code == 3

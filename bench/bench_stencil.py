@@ -16,7 +16,7 @@ Both are compiled as the engine's block functions are (config.BLOCK_FLAGS: witho
 numba's reference counting, which at a helper call per row costs more than the row: the
 CSR sweep took 3x the time with it). Reports ns per node-dimension (median and min) and
 csr / offsets (> 1: the offsets are faster). Issue 18's item 2 asked for such a path; this is the measurement that decides
-whether the engine carries it (README, "Structured stencils").
+whether the engine carries it (docs/performance.md, "Structured stencils").
 """
 
 from __future__ import annotations

@@ -71,8 +71,9 @@ def check_file(option: str, path, formats: tuple[str, ...] | None = None) -> Non
     _probe(option, shown, folder)
 
 
-def check_dir(option: str, path) -> None:
-    """Raise FastGTError unless ``path`` is, or can be made, a directory that takes files."""
+def check_dir(option: str, path, probe: bool = True) -> None:
+    """Raise FastGTError unless ``path`` is, or can be made, a directory that takes files
+    (``probe``: tried with a file; else only no file in the way, as for reading it)."""
     if is_uri(path):
         return
     shown = repr(os.fspath(path))
@@ -83,7 +84,8 @@ def check_dir(option: str, path) -> None:
         here = os.path.dirname(here)
     if not os.path.isdir(here):
         raise FastGTError(f"{option} {shown} goes through the file {here!r}: allowed a directory")
-    _probe(option, shown, here)
+    if probe:
+        _probe(option, shown, here)
 
 
 def write_file(option: str, path, write: Callable[[str], None]) -> None:

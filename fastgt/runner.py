@@ -39,8 +39,8 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     local_steps: communicate on every k-th step only (t + 1 divisible by k), mixing with
     the identity on the others (the paper's local-step relaxation).
     allow_unstable: run even on a topology outside the algorithm's stability condition
-    (d2 needs lambda_n(W) > -1/3, a static W and local_steps 1; refused otherwise),
-    recording the divergence.
+    (d2 needs lambda_n(W) > -1/3, a static W and local_steps 1, extra symmetric matrices
+    at every step; refused otherwise), recording the divergence.
     topology_y (gt, gt_atc): a second, static mixing matrix of the same n for the tracking
     variable y (the paper's different mixing for x and y): a MixingMatrix or a topology
     table, ``{"topology": "ring", "n": 30, "self_weight": 0.5}``.

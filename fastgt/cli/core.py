@@ -3,7 +3,6 @@ exits 2 with one line."""
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -109,7 +108,7 @@ def run_cmd(threads, out, quiet, **kw):
         if out:  # before the summary: a pipe closed early (| head) must not lose the file
             _write_trace(res, out)
     finally:
-        _print_summary(res.summary, res.config["d"])
+        _print_summary(res)
     if out:
         click.echo(f"trace written to {out}")
     s = res.summary
@@ -119,17 +118,16 @@ def run_cmd(threads, out, quiet, **kw):
                           f"{_stable_hint(W, kw['algorithm'], prob, kw['local_steps'] or 1, kw['topology_y'])}")
 
 
-def _print_summary(summary: dict, d: int) -> None:
-    """d (a data file's own), then every entry but the empty ones; a diverged run's
-    plateaus are missing, said so."""
-    click.echo(f"{'d':>18}  {d}")
+def _print_summary(res) -> None:
+    """d (a data file's own), then every entry of the run's summary but the empty ones and
+    the metrics that do not apply (no value at step 0: tracking without a tracker,
+    accuracy without classes); a diverged run's plateaus are missing, said so."""
+    summary = res.summary
+    absent = {m for m in METRICS if m in res.trace and res.trace[m].isna().iloc[0]}
+    click.echo(f"{'d':>18}  {res.config['d']}")
     for k, v in summary.items():
-        if v is None or k == "batch":  # cells advanced together: one here
-            continue
-        # a metric that does not apply (tracking without a tracker, accuracy without classes)
-        if (k.removeprefix("final_") in METRICS and isinstance(v, float) and math.isnan(v)
-                and summary["status"] == "ok"):
-            continue
+        if v is None or k == "batch" or k.removeprefix("final_") in absent:
+            continue  # batch: cells advanced together, one here
         if k in METRICS and summary["status"] == "diverged":
             v = "missing (the run diverged)"
         if v == "":  # rounding_limited of a float32 run: checked, none
@@ -170,9 +168,15 @@ def _write_trace(res, out: str) -> None:
 
 def _stable_hint(W, algorithm: str, prob, local_steps: int, topology_y) -> str:
     """'; the largest stable stepsize is ...' where the exact theory knows it (for these
-    local steps and topology_y)."""
+    local steps and topology_y); why, for a run outside the algorithm's stability condition
+    (allow_unstable), where a smaller stepsize may not help."""
+    from ..algorithms import ALGORITHMS
     from ..theory import max_stepsize
 
+    check = ALGORITHMS[algorithm].check
+    outside = check(W, local_steps) if check else None
+    if outside:
+        return f"; it ran outside its stability condition (allow_unstable): {outside}"
     try:
         top = max_stepsize(W, algorithm, prob, local_steps, topology_y)
     except FastGTError:  # the theory does not cover the problem

@@ -66,7 +66,7 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     check_options(executor, scheduler, workers, threads_per_worker, max_batch, flush_seconds)
     gs = load_spec(spec, sets, params)
     cells = gs.cells()
-    check_dir("--out", out)
+    check_dir("--out", out, probe=not dry_run)  # a dry run writes nothing
     if dry_run:
         _dry_run(cells, out)
         return

@@ -132,8 +132,9 @@ def test_run_writes_its_trace_before_a_closed_pipe_ends_the_output(tmp_path):
                              *TINY, "--out", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     proc.stdout.close()  # as head does, long before the run's first line
-    err = proc.stderr.read()
-    assert proc.wait(timeout=120) == 1 and err == "", err
+    err = [line for line in proc.stderr.read().splitlines()
+           if not line.startswith("fastgt: compiling")]  # a cold cache says it compiles
+    assert proc.wait(timeout=120) == 1 and err == [], err
     assert len(pd.read_parquet(out)) == 5  # records at steps 0, 5, ..., 20
 
 
@@ -221,8 +222,9 @@ def test_a_diverged_run_exits_3_and_says_when_and_why():
     step = int(re.search(r"at step (\d+)", line).group(1))
     table = dict(r.split(None, 1) for r in res.output.splitlines() if not r.startswith("Error"))
     assert int(table["diverged_step"]) == step < 500
-    for m in fastgt.METRICS:  # plateaus are missing, not nan beside huge finals
+    for m in set(fastgt.METRICS) - {"accuracy"}:  # plateaus missing, not nan beside finals
         assert table[m] == "missing (the run diverged)"
+    assert "accuracy" not in table and "final_accuracy" not in table  # no classes: left out
     # the hint is the theory's for the run's local steps: EXTRA with 5 has no stable stepsize
     res = invoke("run", *TINY[:4], "--algorithm", "extra", "--local-steps", "5", "--steps",
                  "3000", "--stepsize", "0.001", "--quiet")
@@ -260,20 +262,20 @@ def test_steps_zero_is_refused_and_one_default_everywhere():
         make_cell({"topology": "ring", "n": 8, "steps": 0})
 
 
-@pytest.mark.parametrize("args,code,fragments", [
-    (["--stepsize", "2"], 3, ["stepsize=2 is unstable", "largest stable stepsize is 1"]),
-    (["--algorithm", "dsgd", "--stepsize", "1.5"], 3, ["largest stable stepsize is 1"]),
-    (["--stepsize", "0"], 2, ["stepsize=0.0 is invalid"]),
+@pytest.mark.parametrize("args,code,fragments,top", [
+    (["--stepsize", "2"], 3, ["stepsize=2 is unstable", "largest stable stepsize is 1"], 1),
+    (["--algorithm", "dsgd", "--stepsize", "1.5"], 3, ["largest stable stepsize is 1"], 1),
+    (["--stepsize", "0"], 2, ["stepsize=0.0 is invalid"], None),
     (["--algorithm", "extra", "--local-steps", "5", "--stepsize", "0.01"], 3,
-     ["stepsize=0.01 is unstable", "no stepsize is stable with these settings"]),
+     ["stepsize=0.01 is unstable", "no stepsize is stable with these settings"], 0),
 ])
-def test_theory_at_an_unstable_stepsize(args, code, fragments):
+def test_theory_at_an_unstable_stepsize(args, code, fragments, top):
     res = invoke("theory", "--n", "30", *args)
     one_error(res, code, *fragments)
     if code == 3:
         assert not re.search(r"\binf\b", res.output)
         assert not re.search(r"^\s*rate\s", res.output, re.MULTILINE)
-        assert re.search(r"max_stepsize\s+[01]\n", res.output)
+        assert re.search(rf"max_stepsize\s+{top}\n", res.output)
 
 
 def test_theory_json_says_unstable():

@@ -50,6 +50,7 @@ from ..procs import process_start
 from .tables import (
     CELL_SCHEMA,
     TRACE_SCHEMA,
+    canonical_table,
     check_columns,
     columns_of,
     declared_table,
@@ -375,12 +376,24 @@ class Store:
         otherwise through pyarrow.dataset, the filter pushed down. A parameter's column is
         null where the cell ignores it (params.CONDITIONAL; files written before that
         rule hold its default there), so its condition's column is read along."""
+        if isinstance(where, dict):  # a table as DIR's cells spell it (as typed, or not)
+            where = {k: self._spellings(k, v) if k in PARAMS and PARAMS[k].tables else v
+                     for k, v in where.items()}
         cols = None if columns is None else list(columns)
         extra = [] if cols is None else [
             o for o in dict.fromkeys(CONDITIONAL[k][0] for k in cols if k in CONDITIONAL)
             if o not in cols]
         out = null_inapplicable(self._table(sub, cols and [*cols, *extra], where))
         return out.select(cols) if extra else out
+
+    def _spellings(self, key: str, value) -> list:
+        """The texts DIR's cells hold for the tables ``value`` names (a table, or a list of
+        them): stored as a grid file's canonical JSON or as the command line typed it,
+        they match by their canonical form."""
+        one = PARAMS[key].is_value(value) or not isinstance(value, list | tuple | set)
+        wanted = {canonical_table(v) for v in ([value] if one else value)}
+        held = self._table("cells", [key], None)[key].unique().to_pylist()
+        return [h for h in held if h is not None and canonical_table(h) in wanted]
 
     def _table(self, sub: str, columns, where) -> pa.Table:
         files = self.files(sub)

@@ -3,6 +3,8 @@ them from finished cells, unifying and filtering them (no file access here: stor
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -143,13 +145,24 @@ def expression(where, schema: pa.Schema, sub: str):
     for k, v in where.items():
         typ = schema.field(k).type
         values = list(v) if isinstance(v, list | tuple | set | np.ndarray) else [v]
-        term = pc.field(k).isin([_scalar(k, x, typ) for x in values])
+        term = pc.field(k).isin(pa.array([_scalar(k, x, typ).as_py() for x in values], typ))
         if any(is_implicit(k, x) for x in values):  # a file from before its column showed it
             term = term | pc.field(k).is_null()
         if k in CONDITIONAL and CONDITIONAL[k][0] in schema.names:  # files from before its
             term = term & pc.field(CONDITIONAL[k][0]).isin(CONDITIONAL[k][1])  # nulls
         expr = term if expr is None else expr & term
     return expr
+
+
+def canonical_table(value):
+    """A table-valued parameter's value (a dict or list of them, or its JSON text in any
+    spelling) as the canonical JSON a grid file's table is stored as; other text as is."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def _scalar(column: str, value, typ: pa.DataType) -> pa.Scalar:

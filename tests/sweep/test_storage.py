@@ -523,3 +523,20 @@ def test_parameters_a_cell_holds_only_when_set_load_as_they_ran(tmp_path):
                          ({"local_steps": 2}, [2]), ({"dtype": "float64"}, [1, 2])):
         got, traces = load(out, where=where)
         assert sorted(got["local_steps"]) == steps and set(traces["local_steps"]) == set(steps)
+
+
+def test_a_table_valued_filter_matches_however_the_table_is_spelled(tmp_path):
+    """topology_y is stored as a grid file's canonical JSON or as the command line typed
+    it: a where= table (a dict, or JSON text in any key order and spacing) finds both."""
+    store = Store(tmp_path)
+    typed = '{"topology": "ring", "n": 12, "self_weight": 0.5}'  # as --param keeps it
+    store.write(_results([{**SMALL, "topology_y": '{"n":12,"topology":"complete"}'},
+                          {**SMALL, "topology_y": typed}]))
+    for where, want in (({"topology": "complete", "n": 12}, "complete"),
+                        ('{"topology": "complete", "n": 12}', "complete"),
+                        ({"n": 12, "self_weight": 0.5, "topology": "ring"}, "ring"),
+                        (typed, "ring"), ('{"self_weight":0.5,"n":12,"topology":"ring"}', "ring")):
+        cells, _ = load(tmp_path, where={"topology_y": where}, traces=False)
+        assert len(cells) == 1 and want in cells["topology_y"].iloc[0], where
+    both = load(tmp_path, where={"topology_y": [{"topology": "complete", "n": 12}, typed]})[0]
+    assert len(both) == 2

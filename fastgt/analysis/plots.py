@@ -36,7 +36,7 @@ def _wide_positive(values) -> bool:
 
 
 def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None = None,
-            logx: bool | None = None, logy: bool = True, level: float = 0.95,
+            logx: bool | None = None, logy: bool | None = None, level: float = 0.95,
             sweep: str | None = None) -> Figure:
     """Mean of ``y`` over seeds (error bars: the ``level`` t-interval) against ``x``, one line
     per value of ``hue``. Parameters besides x, hue and seed that vary are averaged too
@@ -73,7 +73,7 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
         ax.set_xlim(-0.5, len(ticks) - 0.5)
     else:
         ax.set_xscale("log" if (_wide_positive(agg[x]) if logx is None else logx) else "linear")
-    ax.set_yscale("log" if logy else "linear")
+    ax.set_yscale("log" if _log_y(y, logy) else "linear")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     run = describe_run(cells, [k for k in RUN_KEYS if k not in (*by, *others)])
@@ -87,12 +87,28 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
         title = f"mean over seeds; {error_bars(agg[f'{y}_count'], level)}"
     if unset:
         title += f"; {unset} cells without {x} left out"
-    head = "; ".join(t for t in (f"sweep {sweep}" if sweep else "", run) if t)
-    ax.set_title(f"{head}\n{title}" if head else title, fontsize=9)
+    ax.set_title(_title(sweep, run, title), fontsize=9)
     if hue:
         ax.legend(title=hue, fontsize=8)
     declutter_ticks(fig)
     return fig
+
+
+def _log_y(y: str, logy: bool | None) -> bool:
+    """Log scale unless asked otherwise, but for a share (accuracy, in [0, 1])."""
+    return y not in LINEAR if logy is None else logy
+
+
+#: metrics drawn on a linear axis unless asked otherwise
+LINEAR = ("accuracy",)
+
+
+def _title(sweep: str | None, run: str, what: str) -> str:
+    """What was run (wrapped: a data file's long path) over what is drawn."""
+    import textwrap
+
+    head = "; ".join(t for t in (f"sweep {sweep}" if sweep else "", run) if t)
+    return "\n".join([*textwrap.wrap(head, 90, break_on_hyphens=False), what])
 
 
 def _label(value) -> str:
@@ -102,7 +118,7 @@ def _label(value) -> str:
 
 
 def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
-           logx: bool = False, logy: bool = True, sweep: str | None = None,
+           logx: bool = False, logy: bool | None = None, sweep: str | None = None,
            x: str = "step") -> Figure:
     """Every trace of ``y`` against ``x`` (TRACE_AXES: the step, or the communication rounds
     or gradient evaluations so far), coloured by ``hue`` (a colour bar for numeric
@@ -114,7 +130,10 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
         raise FastGTError(f"no trace of these cells has a value of {y!r}")
     fig, ax = _figure()
     keys = traces[hue] if hue else pd.Series(0, index=traces.index)
-    numeric = (hue is not None and pd.api.types.is_numeric_dtype(keys)
+    # a colour bar for a numeric hue of many values; a legend for text, bools and few
+    # integers (batch_size 1, 8: no ticks at 1.5 and 2.5)
+    few = pd.api.types.is_integer_dtype(keys) and keys.nunique() <= 10
+    numeric = (hue is not None and pd.api.types.is_numeric_dtype(keys) and not few
                and not pd.api.types.is_bool_dtype(keys) and keys.nunique() > 1)
     if numeric:
         from matplotlib import colormaps
@@ -124,7 +143,8 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
         norm = (LogNorm if _wide_positive(keys) else Normalize)(keys.min(), keys.max())
         cmap = colormaps["viridis"]
     else:
-        palette = {k: f"C{i % 10}" for i, k in enumerate(sorted(keys.unique(), key=str))}
+        # in summary's order (sorted values): a hue keeps its colour in both kinds of plot
+        palette = {k: f"C{i % 10}" for i, k in enumerate(sorted(keys.dropna().unique()))}
     labelled = set()
     for cell_id, g in traces.groupby("id", sort=True):
         g = g.sort_values("step")
@@ -136,18 +156,20 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
         labelled.add(label)
         ax.plot(g[x], g[y], color=color, lw=1, alpha=0.8, label=label)
     ax.set_xscale("log" if logx else "linear")
-    ax.set_yscale("log" if logy else "linear")
+    ax.set_yscale("log" if _log_y(y, logy) else "linear")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     run = describe_run(traces, [k for k in RUN_KEYS if k != hue])
-    head = "; ".join(t for t in (f"sweep {sweep}" if sweep else "", run) if t)
     title = f"{traces['id'].nunique()} cells, one trace each (no error bars)"
-    ax.set_title(f"{head}\n{title}" if head else title, fontsize=9)
+    ax.set_title(_title(sweep, run, title), fontsize=9)
     if numeric:
         from matplotlib.cm import ScalarMappable
 
         fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label=hue)
-    if hue and (not numeric or "not set" in labelled):
-        ax.legend(title=hue, fontsize=8)
+    if hue and (not numeric or "not set" in labelled):  # in the palette's order, as summary's
+        handles = dict(zip(*reversed(ax.get_legend_handles_labels())))
+        order = [] if numeric else [_label(k) for k in palette]
+        names = [n for n in order if n in handles] + [n for n in handles if n not in order]
+        ax.legend([handles[n] for n in names], names, title=hue, fontsize=8)
     declutter_ticks(fig)
     return fig

@@ -155,7 +155,8 @@ def _dry_run(cells, out) -> None:
               help="keep only matching cells (KEY=V1,V2: any of the values); repeatable")
 @click.option("--curves", is_flag=True, help="plot traces (metric vs step) instead of summaries")
 @click.option("--logx/--linx", default=None, help="log x axis [default: log if x > 0 spans 10x]")
-@click.option("--logy/--liny", default=True, help="log y axis")
+@click.option("--logy/--liny", default=None,
+              help="log y axis [default: log, but linear for accuracy]")
 @click.option("--out", "-o", default="plot.png",
               help="figure FILE, its format by suffix (" + ", ".join(f".{f}" for f in FIGURE_FORMATS)
                    + "); its directory must exist")

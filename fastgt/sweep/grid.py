@@ -361,11 +361,12 @@ def split_values(text: str) -> list[str]:
 
 
 def literal(text: str):
-    """A TOML literal (0.5, 3, true, "x"), else the bare text as a string."""
+    """A TOML literal (0.5, 3, true, "x"; Python's True and False too), else the bare
+    text as a string."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
-        return text
+        return {"True": True, "False": False}.get(text, text)
 
 
 def _table(table: dict, name, lines: dict, spec: GridSpec) -> dict:

@@ -342,11 +342,39 @@ def test_plot_where_takes_a_list_and_repeats_intersect(results, tmp_path, monkey
         assert res.exit_code == 0, res.output
         for container in drawn[-1].axes[0].containers:
             np.testing.assert_allclose(np.asarray(container.lines[0].get_xdata(), float), sizes)
-        title = drawn[-1].axes[0].get_title()
+        title = " ".join(drawn[-1].axes[0].get_title().split())  # wrapped where long
         assert title.startswith(f"sweep {results} where {', '.join(where)}; "), title
     res = CliRunner().invoke(plot_cmd, [str(results), "--x", "n", "--where", "n=8",
                                         "--where", "n=16", "-o", str(tmp_path / "g.png")])
     assert res.exit_code == 2 and "no results to plot" in res.output
+
+
+def test_plot_defaults_follow_the_values(results):
+    """accuracy (a share) on a linear axis, other metrics on a log one; a few integer
+    values as a legend in the summary's colours and order, not a colour bar; a long
+    title wrapped; Python's True and False as bool values of --where."""
+    from fastgt.analysis.plots import curves, summary
+    from fastgt.sweep.grid import literal
+
+    cells, traces = load(results)
+    shares = cells.assign(accuracy=0.5)
+    assert summary(shares, x="n", y="accuracy").axes[0].get_yscale() == "linear"
+    assert summary(shares, x="n").axes[0].get_yscale() == "log"
+    assert summary(shares, x="n", y="accuracy", logy=True).axes[0].get_yscale() == "log"
+    fig = curves(traces, hue="n")
+    assert len(fig.axes) == 1  # no colour bar
+    legend = fig.axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["8", "16", "32"]
+    from matplotlib.colors import to_hex
+
+    colours = {ln.get_label(): to_hex(ln.get_color()) for ln in fig.axes[0].lines
+               if not ln.get_label().startswith("_")}
+    drawn = {c.get_label(): to_hex(c.lines[0].get_color())
+             for c in summary(cells, x="algorithm", hue="n").axes[0].containers}
+    assert colours == drawn
+    long = summary(cells, x="n", sweep="x" * 120).axes[0].get_title()
+    assert max(map(len, long.splitlines())) <= 90 + 10  # wrapped (a word may run over)
+    assert literal("True") is True and literal("False") is False and literal("true") is True
 
 
 def test_titles_name_a_problem_and_data_that_are_not_the_defaults():

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..analysis.figtext import declutter_ticks, describe_run, error_bars
+from ..analysis.figtext import RUN_KEYS, declutter_ticks, describe_run, error_bars
 from ..analysis.stats import (
     MIN_TIME_CONSTANTS,
     aggregate,
@@ -176,10 +176,13 @@ def report(path, out=None, metric: str = "consensus", include_transient: bool = 
                                   + [_safe(f"{k}{key[k]}") for k in varying])
             figures = {stem: fig}
             if curves is not None:
-                mine = traces[traces["id"].isin(group["id"])].merge(group[["id", param]],
-                                                                      on="id")
+                # what was run, in the title: the cells' parameters beside their traces
+                mine = traces[traces["id"].isin(group["id"])]
+                keep = ["id", *[k for k in (param, *RUN_KEYS)
+                                if k in group.columns and k not in mine.columns]]
                 figures[Path(f"{stem}_vs_{curves}")] = draw_curves(
-                    mine, y=metric, hue=param, sweep=sweep, x=curves)
+                    mine.merge(group[keep], on="id"), y=metric, hue=param, x=curves,
+                    sweep=f"{sweep}, Setup {SETUPS[key['noise']]}")
             for path_stem, figure in figures.items():
                 for ext in ("png", "pdf"):
                     figure.savefig(f"{path_stem}.{ext}", dpi=120)

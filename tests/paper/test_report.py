@@ -233,6 +233,8 @@ def test_report_draws_traces_against_a_cost_axis(tmp_path, saved):
     cells, traces = fastgt.load(tmp_path / "sw")
     lines = fig.axes[0].lines
     assert len(lines) == len(cells) == 12 and fig.axes[0].get_xlabel() == "comm_rounds"
+    title = " ".join(fig.axes[0].get_title().split())  # what was run, as the figure's says
+    assert title.startswith("sweep sw, Setup A; n = 24, d = 4, steps = 100, stepsize = "), title
     one = traces[traces["id"] == min(cells["id"])].sort_values("step")
     np.testing.assert_array_equal(lines[0].get_xdata(), one["comm_rounds"])
     np.testing.assert_array_equal(lines[0].get_ydata(), one["consensus"])

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from ..errors import FastGTError, check_choice
 from ..metrics import TRACE_AXES
+from ..params import CONDITIONAL, PARAMS
 from .figtext import RUN_KEYS, declutter_ticks, describe_run, error_bars
 from .stats import aggregate, parameter_columns
 
@@ -49,11 +50,7 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
         raise FastGTError(f"x={x!r} has no value in these cells: it does not apply to them")
     cells = cells[cells[x].notna()]
     by = [x] + ([hue] if hue else [])
-    # parameters a point averages over: those that vary among its own cells (a family's or
-    # problem's own parameters, null elsewhere, do not)
-    points = cells.groupby(by, dropna=False)
-    others = [c for c in parameter_columns(cells)
-              if c not in (*by, "seed") and points[c].nunique().gt(1).any()]
+    others = _averaged(cells, by)
     agg = aggregate(cells, values=[y], by=by, level=level)
     if agg.empty:
         raise FastGTError(f"no cell with status ok has a value of {y!r}")
@@ -66,8 +63,9 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
         m = g[f"{y}_mean"].to_numpy()
         err = np.vstack([m - g[f"{y}_ci_low"].to_numpy(), g[f"{y}_ci_high"].to_numpy() - m])
         at = g[x].map(ticks).to_numpy() if named else g[x].to_numpy()
+        grey = {"color": "0.5"} if hue and pd.isna(key) else {}  # as in curves
         ax.errorbar(at, m, yerr=np.nan_to_num(err), marker="o", capsize=3,
-                    label=None if hue is None else _label(key))
+                    label=None if hue is None else _label(key), **grey)
     if named:
         ax.set_xticks(list(ticks.values()), [str(v) for v in ticks])
         ax.set_xlim(-0.5, len(ticks) - 0.5)
@@ -92,6 +90,27 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
         ax.legend(title=hue, fontsize=8)
     declutter_ticks(fig)
     return fig
+
+
+def _averaged(cells: pd.DataFrame, by: list) -> list:
+    """The parameters a point averages over: those that vary among its own cells. Set in
+    some and null in others counts, unless what owns the parameter varies there too and
+    says why (a topology family's parameters, a problem's, sigma2 beside the noise)."""
+    points = cells.groupby(by, dropna=False)
+    out = []
+    for c in parameter_columns(cells):
+        if c in (*by, "seed"):
+            continue
+        mixed = points[c].nunique(dropna=False).gt(1)
+        if not mixed.any():
+            continue
+        owner = (CONDITIONAL[c][0] if c in CONDITIONAL else
+                 PARAMS[c].scope if c in PARAMS and PARAMS[c].scope != "run" else None)
+        explained = (points[owner].nunique(dropna=False).gt(1) if owner in cells.columns
+                     else False)
+        if (points[c].nunique().gt(1) | (mixed & ~explained)).any():
+            out.append(c)
+    return out
 
 
 def _log_y(y: str, logy: bool | None) -> bool:
@@ -144,7 +163,8 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
         cmap = colormaps["viridis"]
     else:
         # in summary's order (sorted values): a hue keeps its colour in both kinds of plot
-        palette = {k: f"C{i % 10}" for i, k in enumerate(sorted(keys.dropna().unique()))}
+        values = sorted(keys.dropna().unique(), key=lambda v: (type(v).__name__, v))
+        palette = {k: f"C{i % 10}" for i, k in enumerate(values)}
     labelled = set()
     for cell_id, g in traces.groupby("id", sort=True):
         g = g.sort_values("step")

@@ -46,10 +46,12 @@ def status(directory, show_failed):
         lines.append(f"missing   {len(grid - have - claimed)} (of {len(grid)} cells in "
                      "grid.toml)")
         other = [s for i, s in status_of.items() if i not in grid]
-        if other:
+        busy = ((claimed - queued) - grid - have, queued - grid - have)  # another grid's sweep
+        if other or any(busy):
             n = {k: other.count(k) for k in ("ok", "diverged", "failed")}
+            live = f"; running {len(busy[0])}, queued {len(busy[1])}" if any(busy) else ""
             lines.append(f"other     {len(other)} results not in grid.toml (ok {n['ok']}, "
-                         f"diverged {n['diverged']}, failed {n['failed']})")
+                         f"diverged {n['diverged']}, failed {n['failed']}){live}")
     stale = sum(len(v["ids"]) for k, v in claims.items() if k not in live)
     if stale:
         lines.append(f"stale     {stale} cells claimed by dead sweeps (retaken on rerun)")

@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import re
+import socket
 import sys
 import time
 from collections import Counter
@@ -229,7 +230,8 @@ def stop(exc: BaseException) -> None:
 
 #: Dask's errors of a task whose worker died or that the cluster dropped (by class name:
 #: where they live moves between releases)
-DASK_LOST = {"KilledWorker", "CommClosedError", "CancelledError", "FutureCancelledError"}
+DASK_LOST = {"KilledWorker", "CommClosedError", "CancelledError", "FutureCancelledError",
+             "FuturesCancelledError"}
 
 
 class LostTask(Exception):
@@ -360,6 +362,10 @@ class DaskBackend:
             return self.distributed.wait(futures, timeout, return_when="FIRST_COMPLETED").done
         except TimeoutError:  # distributed's wait raises where concurrent.futures' returns
             return set()
+        except Exception as err:  # a cancelled future (a lost scheduler): result() says so
+            if not {t.__name__ for t in type(err).__mro__} & DASK_LOST:
+                raise
+            return {f for f in futures if f.done()}
 
     def result(self, fut, count: int):
         """The task's results; a LostTask when its worker died or the cluster dropped it,
@@ -550,8 +556,11 @@ def _stale_data(cells, todo, store: Store) -> dict:
             by_path.setdefault(path, []).append(c.id)
     stale = {}
     for path, ids in by_path.items():
-        then = store.provenance(ids[0]).get("data_stamp")  # None: written before stamps
-        if then is not None and then != file_stamp(path):
+        ran, now = store.provenance(ids[0]), file_stamp(path)
+        then = ran.get("data_stamp")  # None: written before stamps
+        # a file this host sees, as the one that ran it did (another host's copy differs)
+        if then is not None and now is not None and ran.get("host") == socket.gethostname() \
+                and then != now:
             stale[path] = len(ids)
     return stale
 

@@ -149,14 +149,14 @@ class GridSpec:
     def cells(self) -> list[Cell]:
         """Validated cells (the union of every grid's product), duplicates removed, in order."""
         seen: dict[str, Cell] = {}
-        origin: dict[str, int] = {}  # cell id -> the grid table it came from first
+        origin: dict[str, set] = {}  # cell id -> the grid tables it came from
         for g, table in enumerate(self.grids or [{}]):
             axes = [(k, v if isinstance(v, list) else [v]) for k, v in table.items()]
             for combo in itertools.product(*(vals for _, vals in axes)):
                 params = {**self.run, **{k: v for (k, _), v in zip(axes, combo)}}
                 cell = self._cell(params, g)
                 seen.setdefault(cell.id, cell)
-                origin.setdefault(cell.id, g)
+                origin.setdefault(cell.id, set()).add(g)
         cells = list(seen.values())
         self._check_buildable(cells, origin)
         return cells
@@ -192,9 +192,11 @@ class GridSpec:
                         raise FastGTError(f"{self.source}: cell with {shown}: {err}") from None
                     built[key] = None
             d, data = cell.params["d"], cell.params.get("data", "synthetic")
-            g = origin[cell.id]  # a d set for this cell (its table or [run]), not another's
-            if data != "synthetic" and d != problems[key].d and (
-                    (g, "d") in self.where or ("run", "d") in self.where):
+            # a d set for this cell (in a table it comes from, or [run]), not for another
+            gave = [g for g in sorted(origin[cell.id]) if (g, "d") in self.where]
+            if data != "synthetic" and d != problems[key].d and (gave or ("run", "d") in
+                                                                  self.where):
+                g = gave[0] if gave else None
                 raise FastGTError(f"{self._loc('d', g)}: d = {d} does not apply to data = "
                                   f"{data!r}: its d is the file's, {problems[key].d} (leave d "
                                   "out)")

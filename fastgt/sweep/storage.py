@@ -159,6 +159,7 @@ class Store:
         self._latest: dict[str, str] = {}  # latest(), as of the stems in _latest_of
         self._latest_of: dict[str, None] = {}
         self._retrying = False  # inside a read that begins again (_relisting)
+        self._held: dict = {}  # _spellings: key -> (cells files, the texts they hold)
 
     def url(self, sub: str) -> str:
         """DIR/<sub> as a URI the workers can open (the protocol kept)."""
@@ -298,10 +299,14 @@ class Store:
         if stem not in files:  # compacted since latest() listed it
             raise FileNotFoundError(f"{self.root}/cells/{stem}.parquet")
         with self._parquet(files[stem]) as f:
-            if stem.startswith(PART):
-                t = f.read(columns=["id", "provenance"])
-                i = t["id"].to_pylist().index(cell_id)
-                return json.loads(t["provenance"][i].as_py() or "{}")
+            if stem.startswith(PART):  # its row's group only: a compacted file holds 10^5
+                i = f.read(columns=["id"])["id"].to_pylist().index(cell_id)
+                for g in range(f.num_row_groups):
+                    rows = f.metadata.row_group(g).num_rows
+                    if i < rows:
+                        text = f.read_row_group(g, columns=["provenance"])["provenance"][i]
+                        return json.loads(text.as_py() or "{}")
+                    i -= rows
             meta = f.schema_arrow.metadata or {}  # first layout: the file's footer
         return json.loads(meta.get(META_KEY.encode(), b"{}"))
 
@@ -388,12 +393,24 @@ class Store:
 
     def _spellings(self, key: str, value) -> list:
         """The texts DIR's cells hold for the tables ``value`` names (a table, or a list of
-        them): stored as a grid file's canonical JSON or as the command line typed it,
-        they match by their canonical form."""
-        one = PARAMS[key].is_value(value) or not isinstance(value, list | tuple | set)
-        wanted = {canonical_table(v) for v in ([value] if one else value)}
-        held = self._table("cells", [key], None)[key].unique().to_pylist()
-        return [h for h in held if h is not None and canonical_table(h) in wanted]
+        them; None: cells without one): stored as a grid file's canonical JSON or as the
+        command line typed it, they match by their canonical form. The texts held are read
+        once per set of files (a load's cells and traces ask alike)."""
+        value = value.tolist() if hasattr(value, "tolist") else value  # a numpy array
+        many = isinstance(value, list | tuple | set) and not PARAMS[key].is_value(value)
+        values = list(value) if many else [value]
+        wanted = {canonical_table(v) for v in values if v is not None}
+        files = self.files("cells")
+        stems, held = self._held.get(key, ((), []))
+        if stems != tuple(files):
+            held = set()
+            for path in files.values():
+                with self._parquet(path) as f:
+                    if key in f.schema_arrow.names:
+                        held |= set(f.read(columns=[key])[key].unique().to_pylist())
+            self._held[key] = tuple(files), held
+        found = [h for h in held if h is not None and canonical_table(h) in wanted]
+        return found + ([None] if None in values else [])
 
     def _table(self, sub: str, columns, where) -> pa.Table:
         files = self.files(sub)

@@ -164,6 +164,10 @@ def test_summary_names_unordered_values_and_leaves_out_cells_without_x(results):
                          sigma2=np.where(noiseless, np.nan, 1.0))
     title = summary(mixed, x="n", hue="algorithm").axes[0].get_title()
     assert "mean over seeds;" in title and "sigma2 = 1" in title, title
+    # set in some cells of a point and not in others, with nothing to say why: averaged
+    half = cells.assign(topology_y=np.where(cells["seed"] == 0, None, '{"n":8}'))
+    title = summary(half, x="n", hue="algorithm").axes[0].get_title()
+    assert "mean over seed, topology_y;" in title, title
     lazy = summary(cells.assign(lazy=cells["n"] > 8), x="lazy").axes[0]
     assert [t.get_text() for t in lazy.get_xticklabels()] == ["False", "True"]
     alpha = cells["n"].map({8: None, 16: 0.5, 32: 5.0}).astype(float)

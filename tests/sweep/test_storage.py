@@ -540,3 +540,6 @@ def test_a_table_valued_filter_matches_however_the_table_is_spelled(tmp_path):
         assert len(cells) == 1 and want in cells["topology_y"].iloc[0], where
     both = load(tmp_path, where={"topology_y": [{"topology": "complete", "n": 12}, typed]})[0]
     assert len(both) == 2
+    store.write(_results([SMALL]))  # a cell without topology_y: None finds it, as before
+    assert load(tmp_path, where={"topology_y": None})[0]["topology_y"].isna().tolist() == [True]
+    assert len(load(tmp_path, where={"topology_y": np.array([typed, None])})[0]) == 2

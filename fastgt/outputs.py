@@ -6,8 +6,10 @@
 - ``check_dir``: a directory (a sweep, a report): created with its parents when the work
   writes, so only its nearest existing ancestor is probed, and nothing is created here.
 - ``write_file``: a regular file is written under a temporary name in its directory and
-  renamed into place (no partial file, an old file kept if the write fails); anything else
-  (a device, a pipe) is written directly.
+  renamed into place (no partial file, an old file kept if the write fails); a symbolic
+  link's target is written so (the link stays); anything else (a device, a pipe) is opened
+  here and written through (the writer never gets its name: pyarrow replaced a device
+  whose write failed).
 
 Checks raise a one-line FastGTError naming the option (exit 2 from the CLI); a write that
 still fails after the work raises WriteFailed (exit 1).
@@ -88,14 +90,16 @@ def check_dir(option: str, path, probe: bool = True) -> None:
         _probe(option, shown, here)
 
 
-def write_file(option: str, path, write: Callable[[str], None]) -> None:
-    """``write(name)`` writes the output to the file ``name``; see the module doc. Raises
-    WriteFailed with the reason when the write fails."""
-    local = _local(path)
+def write_file(option: str, path, write: Callable) -> None:
+    """``write(target)`` writes the output to ``target``, a file name or an open binary file
+    (a device, a pipe); see the module doc. Raises WriteFailed with the reason when the
+    write fails."""
+    local = os.path.realpath(_local(path))  # a link's target, not the link
     try:
         regular = not os.path.exists(local) or stat.S_ISREG(os.stat(local).st_mode)
         if not regular:
-            write(local)
+            with open(local, "wb") as f:
+                write(f)
             return
         # a name of our own, created by the writer (with the user's umask, unlike mkstemp)
         folder, base = os.path.split(os.path.abspath(local))

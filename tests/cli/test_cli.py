@@ -146,6 +146,30 @@ def test_run_summary_leaves_out_metrics_that_do_not_apply():
     assert "tracking" in dict(r.split(None, 1) for r in invoke("run", *TINY).output.splitlines())
 
 
+def test_out_through_a_link_or_to_a_pipe_keeps_them(tmp_path):
+    """--out names a symbolic link: its target is written, the link stays; a pipe: written
+    through, and still a pipe (the writer was given the name and replaced such files)."""
+    import stat
+    import threading
+
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "t.parquet"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.parquet"
+    link.symlink_to(target)
+    assert invoke("run", *TINY, "--out", link).exit_code == 0
+    assert link.is_symlink() and len(pd.read_parquet(target)) == 5
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    res = invoke("run", *TINY, "--out", fifo)
+    reader.join(timeout=60)
+    assert res.exit_code == 0, res.output
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and got and got[0][:4] == b"PAR1"
+
+
 def test_a_full_disk_keeps_the_trace_and_says_where(tmp_path):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")

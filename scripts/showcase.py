@@ -1,4 +1,4 @@
-"""The algorithms side by side: four sweeps (scripts/showcase/*.toml) and their figures.
+"""The algorithms side by side: five sweeps (scripts/showcase/*.toml) and their figures.
 
     python scripts/showcase.py [--out results/showcase] [--workers 2] [--quick]
 
@@ -98,6 +98,7 @@ def figure_curves(traces, path: Path, hue: str, x: str, title: str, logx=False) 
     fig, ax = plt.subplots(figsize=(6, 4))
     for key, g in traces.groupby(hue):
         g = g.sort_values("step")
+        g = g[g[x] > 0] if logx else g  # a log axis has no 0: no flat start drawn to it
         ax.plot(g[x], g["loss_nodes"], label=f"{hue}={key}")
     ax.set_yscale("log")
     ax.set_xscale("log" if logx else "linear")
@@ -118,7 +119,8 @@ def figure_d(traces, n: int, path: Path) -> None:
         g = g.sort_values("step")
         label = f"{topo} ({degree[topo]} neighbour{'s' if degree[topo] > 1 else ''})"
         axes[0].plot(g["step"], g["loss_nodes"], label=label)
-        axes[1].plot(g["comm_rounds"] * degree[topo], g["loss_nodes"], label=label)
+        sent = g[g["comm_rounds"] > 0]  # a log axis has no 0: no flat start drawn to it
+        axes[1].plot(sent["comm_rounds"] * degree[topo], sent["loss_nodes"], label=label)
     axes[0].set_xlabel("step")
     axes[1].set_xlabel("messages sent per node")
     axes[1].set_xscale("log")

@@ -168,6 +168,7 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
     labelled = set()
     for cell_id, g in traces.groupby("id", sort=True):
         g = g.sort_values("step")
+        g = g[g[x] > 0] if logx else g  # a log axis has no 0 (a flat start was drawn to it)
         key = keys.loc[g.index[0]]
         unset = pd.isna(key)  # grey, in the legend (a colour bar has no place for it)
         color = "0.5" if unset else cmap(norm(key)) if numeric else palette[key]

@@ -282,6 +282,9 @@ def test_curves_against_communication_rounds():
     line = curves(traces, x="comm_rounds").axes[0].lines[0]
     np.testing.assert_array_equal(line.get_xdata(), traces["step"] // 4)
     assert curves(traces, x="comm_rounds").axes[0].get_xlabel() == "comm_rounds"
+    # on a log axis the records at 0 rounds are left out, not drawn as a flat start
+    logged = curves(traces, x="comm_rounds", logx=True).axes[0].lines[0].get_xdata()
+    np.testing.assert_array_equal(logged, (traces["step"] // 4)[traces["step"] >= 4])
     with pytest.raises(FastGTError, match="x='alpha' is invalid: allowed one of 'step', "
                                           "'comm_rounds', 'grad_evals'"):
         curves(traces, x="alpha")

@@ -123,7 +123,8 @@ def _print_summary(res) -> None:
     the metrics that do not apply (no value at step 0: tracking without a tracker,
     accuracy without classes); a diverged run's plateaus are missing, said so."""
     summary = res.summary
-    absent = {m for m in METRICS if m in res.trace and res.trace[m].isna().iloc[0]}
+    first = res.records[0]  # step 0's record (not res.trace: no pandas for a summary)
+    absent = {m for q, m in enumerate(METRICS, start=1) if first[q] != first[q]}
     click.echo(f"{'d':>18}  {res.config['d']}")
     for k, v in summary.items():
         if v is None or k == "batch" or k.removeprefix("final_") in absent:

@@ -34,8 +34,8 @@ LEVELS_MAX = SHARED_ROWS - 1
 #: regions of BLOCK_BYTES). Measured in bench/bench_temporal.py (docs/performance.md):
 #: rings at d = 64 to 200 gained 1.00-1.52x from MIN_BYTES = 16 blocks on 1 and 2
 #: threads, but lost on 2 threads with gaussian noise below it (fewer blocks than two
-#: trapezoids of 2 levels x the reach each: one thread took a pass); tori of 1500 to 4000 nodes in whole grid rows
-#: 0.86-1.35x, tori of 10^4 to 10^5 nodes as grids 0.92-1.19x, of 10^6 nodes 1.55-1.78x;
+#: trapezoids of 2 levels x the reach each: one thread took a pass); tori of 1500 to
+#: 4000 nodes in whole grid rows 0.86-1.35x, tori of 10^4 to 10^5 nodes as grids 0.92-1.19x, of 10^6 nodes 1.55-1.78x;
 #: rings at d = 10 0.92-1.26x up to 13 MB
 BLOCK_BYTES = 64 << 10
 MIN_BYTES = 16 * BLOCK_BYTES

@@ -168,14 +168,17 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
     labelled = set()
     for cell_id, g in traces.groupby("id", sort=True):
         g = g.sort_values("step")
-        g = g[g[x] > 0] if logx else g  # a log axis has no 0 (a flat start was drawn to it)
         key = keys.loc[g.index[0]]
+        g = g[g[x] > 0] if logx else g  # a log axis has no 0 (a flat start was drawn to it)
         unset = pd.isna(key)  # grey, in the legend (a colour bar has no place for it)
         color = "0.5" if unset else cmap(norm(key)) if numeric else palette[key]
         label = None if hue is None or (numeric and not unset) or _label(key) in labelled \
             else _label(key)
         labelled.add(label)
         ax.plot(g[x], g[y], color=color, lw=1, alpha=0.8, label=label)
+    if logx and not any(len(line.get_xdata()) for line in ax.lines):
+        raise FastGTError(f"no record of these traces has {x} > 0: a log x axis cannot show "
+                          "them (allowed: a linear one)")
     ax.set_xscale("log" if logx else "linear")
     ax.set_yscale("log" if _log_y(y, logy) else "linear")
     ax.set_xlabel(x)

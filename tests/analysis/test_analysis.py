@@ -285,6 +285,9 @@ def test_curves_against_communication_rounds():
     # on a log axis the records at 0 rounds are left out, not drawn as a flat start
     logged = curves(traces, x="comm_rounds", logx=True).axes[0].lines[0].get_xdata()
     np.testing.assert_array_equal(logged, (traces["step"] // 4)[traces["step"] >= 4])
+    silent = traces.assign(comm_rounds=0)  # local_steps beyond the run: nothing to draw
+    with pytest.raises(FastGTError, match="no record of these traces has comm_rounds > 0"):
+        curves(silent, x="comm_rounds", logx=True)
     with pytest.raises(FastGTError, match="x='alpha' is invalid: allowed one of 'step', "
                                           "'comm_rounds', 'grad_evals'"):
         curves(traces, x="alpha")

@@ -68,7 +68,7 @@ class Param:
             check_tables(name, _json(value))  # JSON text (the CLI's): kept as given
         if self.is_value(value):
             check_tables(name, value)
-            value = json.dumps(value, sort_keys=True, separators=(",", ":"))
+            value = canonical_table(value)
         if self.kind is str and isinstance(value, os.PathLike):  # a file's path (data=Path)
             value = os.fspath(value)
         ok = isinstance(value, self.kind) and not (self.kind is not bool and isinstance(value, bool))
@@ -161,6 +161,15 @@ def check_tables(name: str, value) -> None:
     missing = [k for k, default in defaults.items() if default is REQUIRED and k not in value]
     if missing:
         raise FastGTError(f"{name}: topology {family!r} needs {', '.join(missing)}")
+
+
+def canonical_table(value):
+    """A table-valued parameter's value (a dict or list of them, or its JSON text in any
+    spelling) as the canonical JSON a grid file's table is stored as; other text as is."""
+    parsed = _json(value) if isinstance(value, str) else value
+    if isinstance(value, str) and parsed is None:
+        return value
+    return json.dumps(parsed, sort_keys=True, separators=(",", ":"))
 
 
 def _json(text):

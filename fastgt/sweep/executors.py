@@ -234,6 +234,11 @@ DASK_LOST = {"KilledWorker", "CommClosedError", "CancelledError", "FutureCancell
              "FuturesCancelledError"}
 
 
+def _lost(err: BaseException) -> bool:
+    """Whether a Dask error says the task's worker or future is gone (DASK_LOST)."""
+    return bool({t.__name__ for t in type(err).__mro__} & DASK_LOST)
+
+
 class LostTask(Exception):
     """A task whose worker died: its cells are not recorded (a rerun computes them)."""
 
@@ -363,7 +368,7 @@ class DaskBackend:
         except TimeoutError:  # distributed's wait raises where concurrent.futures' returns
             return set()
         except Exception as err:  # a cancelled future (a lost scheduler): result() says so
-            if not {t.__name__ for t in type(err).__mro__} & DASK_LOST:
+            if not _lost(err):
                 raise
             return {f for f in futures if f.done()}
 
@@ -374,7 +379,7 @@ class DaskBackend:
         try:
             return fut.result()
         except Exception as err:  # noqa: BLE001 (recorded: the sweep goes on)
-            if {t.__name__ for t in type(err).__mro__} & DASK_LOST:
+            if _lost(err):
                 raise LostTask(f"dask task lost: {one_line(err)}") from None
             row = {"status": "failed", "error": f"dask task: {one_line(err)}",
                    "wall_time": math.nan}

@@ -45,12 +45,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import FastGTError
-from ..params import CONDITIONAL, PARAMS
+from ..params import CONDITIONAL, PARAMS, canonical_table
 from ..procs import process_start
 from .tables import (
     CELL_SCHEMA,
     TRACE_SCHEMA,
-    canonical_table,
     check_columns,
     columns_of,
     declared_table,

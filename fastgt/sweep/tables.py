@@ -3,8 +3,6 @@ them from finished cells, unifying and filtering them (no file access here: stor
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -152,17 +150,6 @@ def expression(where, schema: pa.Schema, sub: str):
             term = term & pc.field(CONDITIONAL[k][0]).isin(CONDITIONAL[k][1])  # nulls
         expr = term if expr is None else expr & term
     return expr
-
-
-def canonical_table(value):
-    """A table-valued parameter's value (a dict or list of them, or its JSON text in any
-    spelling) as the canonical JSON a grid file's table is stored as; other text as is."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return value
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def _scalar(column: str, value, typ: pa.DataType) -> pa.Scalar:

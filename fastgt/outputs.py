@@ -49,16 +49,19 @@ def _probe(option: str, shown: str, folder: str) -> None:
     os.remove(name)
 
 
-def check_file(option: str, path, formats: tuple[str, ...] | None = None) -> None:
-    """Raise FastGTError unless ``path`` can be written as a file (see the module doc)."""
+def check_file(option: str, path, formats: tuple[str, ...] | None = None,
+               bare: bool = False) -> None:
+    """Raise FastGTError unless ``path`` can be written as a file (see the module doc):
+    with ``formats``, its suffix one of them (``bare``: or none, the first format)."""
     shown = repr(os.fspath(path))
     local = _local(path)
     if formats is not None:
         suffix = os.path.splitext(local)[1].lower().lstrip(".")
-        if suffix not in formats:
+        if suffix not in formats and (suffix or not bare):
             raise FastGTError(f"{option} {shown} has an unknown format "
                               f"{'.' + suffix if suffix else '(no suffix)'}: allowed "
-                              + ", ".join(f".{f}" for f in formats))
+                              + ", ".join(f".{f}" for f in formats)
+                              + (f" (no suffix: {formats[0]})" if bare else ""))
     folder = os.path.dirname(os.path.abspath(local))
     if not os.path.isdir(folder):
         what = "is not a directory" if os.path.exists(folder) else "does not exist"

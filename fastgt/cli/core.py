@@ -25,6 +25,9 @@ from .common import (
 )
 from .exits import ResultError, user_errors
 
+#: the formats of ``fastgt run --out``, by suffix (a name without one: Parquet)
+TRACE_FORMATS = ("parquet", "pq", "csv")
+
 
 @click.command("topo", help=f"""Spectrum of topology NAME: lambda2, lambda_n, delta, p, c, p_eff (the
 per-step contraction over a period of a time-varying topology; p for a static one).
@@ -70,8 +73,10 @@ def topo(name, vectors, method, as_json, **kw):
 @click.option("--threads", type=int, default=None,
               help="numba threads (default: all; 1 for runs below 1e5 node-dimensions)")
 @click.option("--out", "-o", default=None,
-              help="write the trace to this Parquet FILE (its directory must exist), the "
-                   "run's config and summary in its metadata (key fastgt)")
+              help="write the trace to FILE (its directory must exist): Parquet, with the "
+                   "run's config and summary in its metadata (key fastgt), or CSV for a "
+                   "name ending in .csv; - writes CSV to standard output (the summary then "
+                   "goes to standard error)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @user_errors
 def run_cmd(threads, out, quiet, **kw):
@@ -85,8 +90,8 @@ def run_cmd(threads, out, quiet, **kw):
     from ..flat import build
     from ..runner import run
 
-    if out:
-        check_file("--out", out)
+    if out and out != "-":
+        check_file("--out", out, TRACE_FORMATS, bare=True)
     params = flat_params(kw, "topology") | flat_params(kw, "problem")
     W, prob = build(kw.pop("topology"), kw.pop("problem"), params)
     if click.get_current_context().get_parameter_source("d") is ParameterSource.DEFAULT:
@@ -108,8 +113,8 @@ def run_cmd(threads, out, quiet, **kw):
         if out:  # before the summary: a pipe closed early (| head) must not lose the file
             _write_trace(res, out)
     finally:
-        _print_summary(res)
-    if out:
+        _print_summary(res, err=out == "-")
+    if out and out != "-":
         click.echo(f"trace written to {out}")
     s = res.summary
     if s["status"] == "diverged":
@@ -118,14 +123,15 @@ def run_cmd(threads, out, quiet, **kw):
                           f"{_stable_hint(W, kw['algorithm'], prob, kw['local_steps'] or 1, kw['topology_y'])}")
 
 
-def _print_summary(res) -> None:
+def _print_summary(res, err: bool = False) -> None:
     """d (a data file's own), then every entry of the run's summary but the empty ones and
     the metrics that do not apply (no value at step 0: tracking without a tracker,
-    accuracy without classes); a diverged run's plateaus are missing, said so."""
+    accuracy without classes); a diverged run's plateaus are missing, said so. ``err``: to
+    standard error (standard output holds the trace)."""
     summary = res.summary
     first = res.records[0]  # step 0's record (not res.trace: no pandas for a summary)
     absent = {m for q, m in enumerate(METRICS, start=1) if first[q] != first[q]}
-    click.echo(f"{'d':>18}  {res.config['d']}")
+    click.echo(f"{'d':>18}  {res.config['d']}", err=err)
     for k, v in summary.items():
         if v is None or k == "batch" or k.removeprefix("final_") in absent:
             continue  # batch: cells advanced together, one here
@@ -133,29 +139,43 @@ def _print_summary(res) -> None:
             v = "missing (the run diverged)"
         if v == "":  # rounding_limited of a float32 run: checked, none
             v = "none"
-        click.echo(f"{k:>18}  {v:.6g}" if isinstance(v, float) else f"{k:>18}  {v}")
+        click.echo(f"{k:>18}  {v:.6g}" if isinstance(v, float) else f"{k:>18}  {v}",
+                   err=err)
 
 
 def _write_trace(res, out: str) -> None:
-    """Write the trace; if that fails, save it to a temporary file and say where."""
+    """Write the trace (CSV for a name ending in .csv or for -, standard output; else
+    Parquet); if that fails, save it to a temporary file and say where."""
     import os
     import tempfile
 
-    def write(name):  # the run's config and summary in the file's metadata: it says what ran
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(res.trace, preserve_index=False)
+    csv = out == "-" or out.lower().endswith(".csv")
+
+    def write(name):  # Parquet: the run's config and summary in its metadata, what ran
+        if csv:
+            import pyarrow.csv
+
+            pyarrow.csv.write_csv(table, name)
+            return
         import json
 
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pandas(res.trace, preserve_index=False)
         about = json.dumps({"config": res.config, "summary": res.summary}, default=str)
         pq.write_table(table.replace_schema_metadata(
             {**(table.schema.metadata or {}), b"fastgt": about.encode()}), name)
 
+    if out == "-":
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
     try:
         write_file("--out", out, write)
     except WriteFailed as err:
-        fd, spare = tempfile.mkstemp(prefix="fastgt-trace-", suffix=".parquet")
+        fd, spare = tempfile.mkstemp(prefix="fastgt-trace-", suffix=".csv" if csv else ".parquet")
         os.close(fd)
         try:
             write(spare)

@@ -138,6 +138,31 @@ def test_run_writes_its_trace_before_a_closed_pipe_ends_the_output(tmp_path):
     assert len(pd.read_parquet(out)) == 5  # records at steps 0, 5, ..., 20
 
 
+def test_run_out_csv_by_suffix_and_to_standard_output(tmp_path):
+    """--out t.csv writes CSV, --out - CSV to standard output with the summary on standard
+    error (a real process: the two streams apart), and an unknown suffix is refused before
+    the run; each trace equal to the Python API's."""
+    ref = fastgt.run(topology="ring", n=8, d=3, steps=20, record_every=5).trace
+    res = invoke("run", *TINY, "--out", tmp_path / "t.csv")
+    assert res.exit_code == 0, res.output
+    exact = {"check_dtype": False, "check_exact": True}
+    back = pd.read_csv(tmp_path / "t.csv", engine="pyarrow")
+    pd.testing.assert_frame_equal(back, ref, **exact)
+    proc = subprocess.run([sys.executable, "-c", "from fastgt.cli import main; main()", "run",
+                           *TINY, "--out", "-"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    from io import StringIO
+
+    back = pd.read_csv(StringIO(proc.stdout), engine="pyarrow")
+    pd.testing.assert_frame_equal(back, ref, **exact)
+    assert "loss_nodes" in proc.stderr and not (tmp_path / "-").exists()
+    one_error(invoke("run", *TINY, "--out", tmp_path / "t.txt"), 2,
+              "--out", "unknown format .txt: allowed .parquet, .pq, .csv (no suffix: parquet)")
+    assert invoke("run", *TINY, "--out", tmp_path / "bare").exit_code == 0
+    assert len(pd.read_parquet(tmp_path / "bare")) == 5
+
+
 def test_run_summary_leaves_out_metrics_that_do_not_apply():
     res = invoke("run", *TINY, "--algorithm", "dsgd")
     table = dict(r.split(None, 1) for r in res.output.splitlines())

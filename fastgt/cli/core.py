@@ -3,6 +3,7 @@ exits 2 with one line."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -61,8 +62,12 @@ def topo(name, vectors, method, as_json, **kw):
         if k in ("u", "v"):
             v = " ".join(f"{x:.6g}" for x in v)
         elif isinstance(v, float):
-            v = f"{v:.12g}"
+            v = "n/a" if math.isnan(v) else f"{v:.12g}"
         click.echo(f"{k:>12}  {v}")
+    if any(math.isnan(v) for v in out.values() if isinstance(v, float)):
+        click.echo("n/a: a value of each matrix, defined where every matrix of the period is "
+                   "symmetric with the same value; p_eff: the period's contraction "
+                   "(docs/topologies.md)")
 
 
 @click.command("run")

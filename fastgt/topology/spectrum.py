@@ -22,8 +22,24 @@ MAX_CANDIDATES = 1024
 METHODS = ("auto", "closed", "dense", "sparse")
 
 
-@dataclass(frozen=True)
-class Spectrum:
+class SpectralSummary:
+    """What a static spectrum (Spectrum) and a period's (topology/varying.py) show alike:
+    their columns (as_dict) and a repr of the values a reader looks for."""
+
+    def as_dict(self) -> dict:
+        return {"lambda2": self.lambda2, "lambda_n": self.lambda_n, "gap2": self.gap2,
+                "gapn": self.gapn, "delta": self.delta, "p": self.p, "c": self.c,
+                "p_eff": self.p_eff, "method": self.method}
+
+    def __repr__(self) -> str:
+        keys = ("lambda2", "lambda_n", "p", "c") + (("p_eff",) if self.p_eff != self.p else ())
+        shown = ", ".join(f"{k}={getattr(self, k):.12g}" for k in keys)
+        vectors = ", u, v" if getattr(self, "u", None) is not None else ""
+        return f"{type(self).__name__}({shown}, method={self.method!r}{vectors})"
+
+
+@dataclass(frozen=True, repr=False)
+class Spectrum(SpectralSummary):
     """Second largest (lambda2) and smallest (lambda_n) eigenvalues of W, u and v their unit
     eigenvectors.
 
@@ -65,10 +81,6 @@ class Spectrum:
         """A time-varying topology's per-step contraction (topology/varying.py); p here."""
         return self.p
 
-    def as_dict(self) -> dict:
-        return {"lambda2": self.lambda2, "lambda_n": self.lambda_n, "gap2": self.gap2,
-                "gapn": self.gapn, "delta": self.delta, "p": self.p, "c": self.c,
-                "p_eff": self.p_eff, "method": self.method}
 
 
 def compute_spectrum(mm, vectors: bool = False, method: str = "auto") -> Spectrum:

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import DegenerateGraphError, FastGTError, bad, check_int
 from .mixing import TOL, MixingMatrix
+from .spectrum import SpectralSummary
 
 #: a product over one period with ||.||_2 below this averages exactly (p_eff = 1):
 #: rounding leaves ~1e-16 where the exact product is J
@@ -34,8 +35,8 @@ EXACT = 1e-13
 DENSE_MAX = 2048
 
 
-@dataclass(frozen=True)
-class PeriodSpectrum:
+@dataclass(frozen=True, repr=False)
+class PeriodSpectrum(SpectralSummary):
     """A time-varying topology's spectral summary (module docstring); NaN where undefined."""
 
     lambda2: float
@@ -63,10 +64,6 @@ class PeriodSpectrum:
     def c(self) -> float:
         return 1.0 - min(self.lambda_n, 0.0) ** 2 if np.isfinite(self.lambda_n) else math.nan
 
-    def as_dict(self) -> dict:
-        return {"lambda2": self.lambda2, "lambda_n": self.lambda_n, "gap2": self.gap2,
-                "gapn": self.gapn, "delta": self.delta, "p": self.p, "c": self.c,
-                "p_eff": self.p_eff, "method": self.method}
 
 
 @dataclass(eq=False)

@@ -547,6 +547,11 @@ def test_time_varying_topologies_from_the_shell():
     res = invoke("topo", "one_peer_exponential", "--n", "16", "--json")
     assert res.exit_code == 0, res.output
     assert '"period": 4' in res.output and '"p_eff": 1.0' in res.output
+    assert '"lambda2": null' in res.output  # nonsymmetric matrices: no per-matrix values
+    text = dict(r.split(None, 1) for r in invoke("topo", "one_peer_exponential", "--n", "16")
+                .output.splitlines() if not r.startswith("n/a:"))
+    assert text["lambda2"] == "n/a" and text["p_eff"] == "1"  # said so, not "nan"
+    assert "n/a" not in invoke("topo", "ring", "--n", "16").output
     mats = '[{"topology": "ring", "n": 8}, {"topology": "complete", "n": 8}]'
     res = invoke("run", "--topology", "cycle", "--matrices", mats, "--d", "3", "--steps", "20",
                  "--record-every", "5", "--quiet")

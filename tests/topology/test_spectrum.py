@@ -3,6 +3,7 @@ computation path (closed form, dense eigh, Lanczos), plus exact closed-form form
 precision of p for huge rings."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -256,3 +257,17 @@ def test_method_errors():
     big = fastgt.topology("ring", n=spectrum_mod.DENSE_FORCE_MAX + 1)
     with pytest.raises(FastGTError, match="method='dense'"):
         big.spectrum(method="dense")
+
+
+def test_repr_shows_the_values_a_reader_looks_for():
+    """lambda2, lambda_n, p and c (p_eff too where it differs from p), not the stored gaps;
+    computed here from dense eigenvalues, not from the Spectrum."""
+    W = fastgt.topology("ring", n=8)
+    lam = np.sort(np.linalg.eigvalsh(W.to_dense()))
+    text = repr(W.spectrum(vectors=True))
+    got = dict(re.findall(r"(\w+)=([-\d.e]+)", text))
+    assert list(got) == ["lambda2", "lambda_n", "p", "c"] and text.endswith(", u, v)")
+    assert np.allclose([float(got["lambda2"]), float(got["lambda_n"])], [lam[-2], lam[0]])
+    assert np.isclose(float(got["p"]), 1 - max(abs(lam[-2]), abs(lam[0])) ** 2)
+    matching = repr(fastgt.topology("random_matching", n=12).spectrum())
+    assert matching.startswith("PeriodSpectrum(lambda2=1, lambda_n=0, p=0, c=1, p_eff=0.54")

@@ -28,8 +28,7 @@ from .topology import topology
 BIG = {"n": 2048, "d": 192}
 
 
-def warmup(verbose: bool = False, algorithms=None, kernels=QUADRATIC,
-           dtype: str = "float64") -> float:
+def warmup(algorithms=None, kernels=QUADRATIC, dtype: str = "float64") -> float:
     """Compile (or load from the cache) the kernels of ``algorithms`` (default: all) on the
     problem family of ``kernels`` with the argument types runs use, for a state of
     ``dtype``, and mark each warm; returns the seconds taken. The kernels every algorithm
@@ -42,7 +41,7 @@ def warmup(verbose: bool = False, algorithms=None, kernels=QUADRATIC,
     # no user run
     with cache_in(None), warnings.catch_warnings():
         warnings.simplefilter("ignore", FastGTWarning)
-        return _warmup(verbose, algorithms, kernels, dtype)
+        return _warmup(algorithms, kernels, dtype)
 
 
 def unit(algorithm: str, dtype: str) -> str:
@@ -51,7 +50,7 @@ def unit(algorithm: str, dtype: str) -> str:
     return algorithm if dtype == "float64" else f"{algorithm}-{dtype}"
 
 
-def _warmup(verbose: bool, algorithms, kernels, dtype: str) -> float:
+def _warmup(algorithms, kernels, dtype: str) -> float:
     t = time.perf_counter()
     W, Wbig = topology("ring", n=8), topology("ring", n=BIG["n"])
     (prob0, noise0), rest = kernels.warm[0], kernels.warm[1:]
@@ -66,10 +65,7 @@ def _warmup(verbose: bool, algorithms, kernels, dtype: str) -> float:
         execute(prepare([{"topology": Wbig}], algo, get_problem(prob0, **kernels.big), noise0,
                         d=BIG["d"], steps=2, record_every=1, dtype=dtype), threads=1)
         runtime.mark_warm(unit(algo, dtype), kernels)
-    dt = time.perf_counter() - t
-    if verbose:
-        print(f"fastgt kernels ready in {dt:.1f} s (cache: {runtime.cache_dir()})")
-    return dt
+    return time.perf_counter() - t
 
 
 def kernels_of(problem: str):
@@ -77,15 +73,16 @@ def kernels_of(problem: str):
     return get_problem(problem).build(8, 3).kernels
 
 
-def families() -> list:
-    """The problem families of the registered problems that have warm-up runs."""
+def families() -> list[tuple]:
+    """The problem families of the registered problems that have warm-up runs, each as
+    (ProblemKernels, the names of its problems)."""
     from .problems import PROBLEMS
 
     found = {}
     for name in PROBLEMS:
         kernels = kernels_of(name)
         if kernels.warm:
-            found.setdefault(kernels.family, kernels)
+            found.setdefault(kernels.family, (kernels, []))[1].append(name)
     return list(found.values())
 
 

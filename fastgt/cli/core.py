@@ -272,12 +272,15 @@ def report_cmd(directory, out, metric, include_transient, curves):
 def warmup(dtype):
     """Compile (or load from the cache) every kernel now, once per machine (each problem
     family: the quadratics, the problems with data)."""
+    from ..runtime import cache_dir
     from ..warmup import families
     from ..warmup import warmup as do_warmup
 
     for dt in dtype or ("float64",):
-        for kernels in families():
-            do_warmup(verbose=True, kernels=kernels, dtype=dt)
+        for kernels, names in families():
+            took = do_warmup(kernels=kernels, dtype=dt)
+            click.echo(f"fastgt kernels of {', '.join(names)} ({dt}) ready in {took:.1f} s "
+                       f"(cache: {cache_dir()})")
 
 
 COMMANDS = [topo, run_cmd, table3_cmd, report_cmd, warmup]

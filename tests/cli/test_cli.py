@@ -584,3 +584,14 @@ def test_theory_takes_the_relaxations(monkeypatch):
     monkeypatch.setattr(modes, "DENSE_Y_MAX", 10)
     one_error(invoke("theory", "--topology", "ring", "--n", "20", "--topology-y",
                      '{"topology": "star", "n": 20}'), 2, "do not share their eigenvectors")
+
+
+def test_warmup_says_which_kernels_are_ready():
+    """One line per problem family and state type, naming its problems (two lines that
+    differed only in their times left a reader guessing)."""
+    res = invoke("warmup", "--dtype", "float64")
+    assert res.exit_code == 0, res.output
+    lines = [line for line in res.output.splitlines() if "ready in" in line]
+    assert len(lines) == 2, res.output
+    assert "quadratic, consensus, hetero_quadratic (float64)" in lines[0]
+    assert "least_squares, logistic, nonconvex (float64)" in lines[1]

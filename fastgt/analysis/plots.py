@@ -31,6 +31,10 @@ def _check_columns(df: pd.DataFrame, **named) -> None:
                               f"{', '.join(df.columns)}")
 
 
+#: a numeric hue of at most this many values is shown by a legend, not a colour bar
+FEW = 10
+
+
 def _wide_positive(values) -> bool:
     v = pd.to_numeric(pd.Series(values), errors="coerce").dropna()
     return bool(len(v)) and (v > 0).all() and v.max() >= 10 * v.min()
@@ -149,9 +153,10 @@ def curves(traces: pd.DataFrame, y: str = "loss_nodes", hue: str | None = None,
         raise FastGTError(f"no trace of these cells has a value of {y!r}")
     fig, ax = _figure()
     keys = traces[hue] if hue else pd.Series(0, index=traces.index)
-    # a colour bar for a numeric hue of many values; a legend for text, bools and few
-    # integers (batch_size 1, 8: no ticks at 1.5 and 2.5)
-    few = pd.api.types.is_integer_dtype(keys) and keys.nunique() <= 10
+    # a colour bar for a numeric hue of many values; a legend for text, bools and a few
+    # values (batch_size 1, 8: no ticks at 1.5 and 2.5; alpha 0.9, 0.99, 0.999: one colour
+    # on a colour bar's scale)
+    few = keys.nunique() <= FEW
     numeric = (hue is not None and pd.api.types.is_numeric_dtype(keys) and not few
                and not pd.api.types.is_bool_dtype(keys) and keys.nunique() > 1)
     if numeric:

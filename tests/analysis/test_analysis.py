@@ -182,7 +182,7 @@ def test_summary_names_unordered_values_and_leaves_out_cells_without_x(results):
     assert [t.get_text() for t in legend.get_legend().get_texts()] == ["0.5", "5.0", "not set"]
     hued = traces.assign(split_alpha=traces["n"].map({8: None, 16: 0.5, 32: 5.0}).astype(float))
     ax = curves(hued, hue="split_alpha").axes[0]
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["not set"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["0.5", "5.0", "not set"]
     assert {ln.get_color() for ln in ax.lines if ln.get_label() == "not set"} == {"0.5"}
 
 
@@ -251,10 +251,13 @@ def test_plot_says_first_what_is_wrong_with_dir_and_never_draws_nothing(results,
 
 
 def test_curves_colour_a_wide_positive_parameter_in_log_scale(results):
-    from fastgt.analysis.plots import curves
+    from fastgt.analysis.plots import FEW, curves
 
     _, traces = load(results)
-    wide = traces.assign(stepsize=traces["n"].map({8: 0.001, 16: 0.01, 32: 0.1}).astype(float))
+    ids = sorted(traces["id"].unique())  # more values than a legend takes: a colour bar
+    assert len(ids) > FEW
+    steps = dict(zip(ids, np.geomspace(0.001, 0.1, len(ids))))
+    wide = traces.assign(stepsize=traces["id"].map(steps))
     scales = [curves(t, hue="stepsize").axes[1].get_yscale()  # the colour bar's
               for t in (wide, wide.assign(stepsize=wide["stepsize"] + 1))]
     assert scales == ["log", "linear"]
@@ -382,6 +385,14 @@ def test_plot_defaults_follow_the_values(results):
     drawn = {c.get_label(): to_hex(c.lines[0].get_color())
              for c in summary(cells, x="algorithm", hue="n").axes[0].containers}
     assert colours == drawn
+    ids = sorted(traces["id"].unique())
+    alpha = traces.assign(alpha=traces["id"].map(dict(zip(ids, [0.9, 0.99, 0.999] * len(ids)))))
+    fig = curves(alpha, hue="alpha")  # on a colour bar 0.99 and 0.999 were one colour
+    assert len(fig.axes) == 1
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
+        "0.9", "0.99", "0.999"]
+    many = traces.assign(alpha=traces["id"].map(dict(zip(ids, range(len(ids))))) / 7)
+    assert traces["id"].nunique() > 10 and len(curves(many, hue="alpha").axes) == 2  # a bar
     long = summary(cells, x="n", sweep="x" * 120).axes[0].get_title()
     assert max(map(len, long.splitlines())) <= 90 + 10  # wrapped (a word may run over)
     assert literal("True") is True and literal("False") is False and literal("true") is True

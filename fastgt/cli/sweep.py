@@ -14,7 +14,7 @@ import click
 
 from ..errors import FastGTError, WriteFailed, check_choice
 from ..outputs import check_dir, check_file, write_file
-from ..sweep.executors import DASK_HINT, EXECUTORS
+from ..sweep.backends import DASK_HINT, EXECUTORS
 from ..sweep.tasks import FLUSH_SECONDS, MAX_BATCH
 from .exits import FIGURE_FORMATS, ResultError, user_errors
 
@@ -60,7 +60,8 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
 
     Example: fastgt grid scripts/demo.toml --out results/demo --workers 2
     """
-    from ..sweep.executors import check_options, run_sweep
+    from ..sweep.backends import check_options
+    from ..sweep.executors import run_sweep
     from ..sweep.grid import load_spec
 
     check_options(executor, scheduler, workers, threads_per_worker, max_batch, flush_seconds)
@@ -127,7 +128,7 @@ _STOPS = {signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated}
 
 
 def _stopped(signum, frame):
-    from ..sweep.executors import stop
+    from ..sweep.signals import stop
 
     stop(_STOPS[signum]())
 

@@ -1,14 +1,5 @@
-"""Running the cells of a sweep: one dispatch loop, two backends.
-
-- ``local``: a process pool started with ``forkserver`` (or ``spawn``; never ``fork``: numba's
-  OpenMP pool does not survive a fork), ``workers`` processes x ``threads`` numba threads.
-- ``dask``: any ``dask.distributed`` cluster (``scheduler="tcp://host:port"``) or a
-  ``LocalCluster`` bound to 127.0.0.1 (``scheduler="local"``); dask is an optional extra,
-  imported only here, only when asked for.
-
-Every worker gets NUMBA_NUM_THREADS / OMP_NUM_THREADS / ... = ``threads`` in its environment
-before it imports numba, and every task runs under ``numba_threads(threads)``, so the thread
-count is enforced, not just requested (the cell row records the count that ran). The driver
+"""Running the cells of a sweep: one dispatch loop over a backend (backends.py: local
+processes or Dask). The driver
 (this process) claims each cell just before submitting it, writes each result atomically as
 it arrives and releases the claim: a killed sweep loses only the cells in flight, at most
 one task (bounded by its estimated run time, fastgt.sweep.tasks) per worker, one queued task and
@@ -19,403 +10,25 @@ get them, so of the tasks in flight the first ``slots`` (one per worker) are run
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import contextlib
-import logging
-import math
 import os
-import re
 import socket
 import sys
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..data import file_stamp
-from ..errors import FastGTError, check_choice, check_float, check_int
+from ..errors import check_float
 from ..params import IMPLICIT, inapplicable
-from .cellrun import THREAD_ENV, one_line, ping, run_cells, warm_cache, worker_init
+from .backends import LostTask, check_options, make_backend
+from .report import SweepReport
+from .signals import signals_deferred, stops
 from .tasks import FLUSH_ROWS, FLUSH_SECONDS, MAX_BATCH, TASK_SECONDS, Planner
 
 if TYPE_CHECKING:
     from .storage import Store
 
-EXECUTORS = ("local", "dask")
-DASK_HINT = "pip install 'fastgt[dask]'"
-
-
-@dataclass
-class SweepReport:
-    """Counts of one ``run_sweep``: computed cells by status, and cells not computed here;
-    the errors of the failed and diverged cells, grouped by message."""
-
-    total: int = 0
-    status: Counter = field(default_factory=Counter)
-    skipped: int = 0  # finished before (or by a concurrent sweep)
-    busy: int = 0  # claimed by another live sweep
-    lost: int = 0  # in a task whose worker died: not recorded, a rerun computes them
-    lost_reason: str = ""
-    lost_ids: list = field(default_factory=list)  # the first few
-    kept_failed: int = 0  # skipped, recorded as failed before
-    others: int = 0  # cells of DIR not in this grid (other specs run there)
-    #: data file -> skipped cells that ran on it before it was rewritten
-    stale: dict = field(default_factory=dict)
-    elapsed: float = 0.0
-    #: (status, message with its numbers masked) -> [count, first message, first cell id]
-    errors: dict = field(default_factory=dict)
-
-    @property
-    def failed(self) -> int:
-        return self.status["failed"]
-
-    def add(self, cell_id: str, row: dict) -> None:
-        """Count a computed cell (and its error, if it failed or diverged)."""
-        self.status[row["status"]] += 1
-        if row["status"] in ("failed", "diverged"):
-            msg = row.get("error") or ""
-            group = self.errors.setdefault((row["status"], _NUMBER.sub("#", msg)),
-                                           [0, msg, cell_id])
-            group[0] += 1
-
-    def line(self) -> str:
-        s = self.status
-        computed = sum(s.values())
-        rate = f", {computed / self.elapsed:.3g} cells/s" if computed and self.elapsed > 0 else ""
-        lost = f", {self.lost} lost (their worker died)" if self.lost else ""
-        return (f"{self.total} cells: {s['ok']} ok, {s['diverged']} diverged, {s['failed']} failed, "
-                f"{self.skipped} skipped (done before), {self.busy} running elsewhere{lost} "
-                f"[{self.elapsed:.1f} s{rate}]")
-
-    def notes(self) -> list[str]:
-        """What a rerun leaves as it is: failed cells skipped, cells of other specs."""
-        out = []
-        if self.kept_failed:
-            out.append(f"  {self.kept_failed} of the skipped cells had failed: "
-                       "--retry-failed computes them again")
-        if self.others:
-            out.append(f"  DIR also holds {self.others} cells of other grids (fastgt.load "
-                       "reads them too: where= selects)")
-        for path, count in self.stale.items():
-            out.append(f"  {count} of the skipped cells ran on {path} before it changed: "
-                       "--force computes them again")
-        return out
-
-    def failures(self, most: int = 10) -> list[str]:
-        """One line per kind of error, most frequent first: count, status, a message, a cell."""
-        groups = sorted(self.errors.items(), key=lambda kv: -kv[1][0])
-        lines = [f"  {n} {status}: {msg} (e.g. cell {cell})"
-                 for (status, _), (n, msg, cell) in groups[:most]]
-        if len(groups) > most:
-            rest = sum(n for _, (n, _, _) in groups[most:])
-            lines.append(f"  ... {rest} more cells with {len(groups) - most} other messages")
-        return lines
-
-
-#: numbers in error messages (masked to group messages that differ only in them)
-_NUMBER = re.compile(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?")
-
-
-# --------------------------------------------------------------------------- backends
-
-
-def package_env() -> dict:
-    """Environment for worker Pythons, which must import this very fastgt: its directory
-    first on PYTHONPATH, and PYTHONSAFEPATH so that the working directory does not come
-    before it (Python 3.11's forkserver runs ``python -c`` and ignores the parent's
-    sys.path: a sweep started in a source checkout beside an installed copy ran its
-    workers on the checkout, with other file times, compiling a cache of their own)."""
-    from pathlib import Path
-
-    root = str(Path(__file__).resolve().parent.parent)
-    return {"PYTHONSAFEPATH": "1",
-            "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-
-
-@contextlib.contextmanager
-def worker_environment(threads: int):
-    """Thread variables, and the variables that make workers import the driver's own fastgt
-    (``package_env``), for worker processes started inside the block; restored after
-    (the driver's own numba keeps its configuration)."""
-    env = {k: str(threads) for k in THREAD_ENV} | package_env()
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-#: thread count the (process-wide, started once) forkserver was started with
-_forkserver_threads: int | None = None
-
-
-def _mp_context(threads: int):
-    """forkserver (fastgt imported once in the server, workers forked from it) when it is
-    available and was started for this thread count; spawn otherwise. The server starts
-    here, ignoring Ctrl-C from its first instruction, as the workers forked from it then do
-    (the driver stops them): it ignored SIGINT only once its imports were done, and a Ctrl-C
-    during them printed its traceback under the driver's "interrupted"."""
-    import multiprocessing as mp
-    import multiprocessing.forkserver
-    import signal
-    import threading
-
-    global _forkserver_threads
-    if "forkserver" in mp.get_all_start_methods() and _forkserver_threads in (None, threads):
-        _forkserver_threads = threads
-        ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["fastgt.sweep.cellrun"])
-        if threading.current_thread() is threading.main_thread():
-            # an ignored signal stays ignored across exec (a handled one does not); the
-            # driver ignores it only while the server is spawned, not while it starts up
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            try:
-                multiprocessing.forkserver.ensure_running()
-            finally:
-                signal.signal(signal.SIGINT, previous)
-        return ctx
-    return mp.get_context("spawn")
-
-
-@contextlib.contextmanager
-def _signals_deferred():
-    """A Ctrl-C or SIGTERM inside the block is handled at its end (however the block ends)
-    by the handler in place before it, a second one at once (main thread only)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught, previous = [], {}
-
-    def restore():
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-    def record(signum, frame):
-        caught.append(signum)
-        if len(caught) == 2:  # insisted on: now
-            restore()
-            signal.raise_signal(signum)
-
-    previous.update({s: signal.signal(s, record) for s in (signal.SIGINT, signal.SIGTERM)})
-    try:
-        yield
-    finally:
-        restore()
-        if len(caught) == 1:
-            signal.raise_signal(caught[0])
-
-
-#: a stop a signal handler asked for (``stop``): the dispatch loop raises it too, as an
-#: exception raised in a handler is lost when it lands in a gc callback (Python prints it)
-_stops: list = []
-
-#: longest wait for a task, in seconds, between two looks at ``_stops``
+#: longest wait for a task, in seconds, between two looks at signals.stops
 POLL = 1.0
-
-
-def stop(exc: BaseException) -> None:
-    """For a signal handler: stop the running sweep with ``exc`` (a KeyboardInterrupt,
-    which writes the finished cells first), now and, should that be lost, within POLL s."""
-    _stops[:] = [exc]
-    raise exc
-
-
-#: Dask's errors of a task whose worker died or that the cluster dropped (by class name:
-#: where they live moves between releases)
-DASK_LOST = {"KilledWorker", "CommClosedError", "CancelledError", "FutureCancelledError",
-             "FuturesCancelledError"}
-
-
-def _lost(err: BaseException) -> bool:
-    """Whether a Dask error says the task's worker or future is gone (DASK_LOST)."""
-    return bool({t.__name__ for t in type(err).__mro__} & DASK_LOST)
-
-
-class LostTask(Exception):
-    """A task whose worker died: its cells are not recorded (a rerun computes them)."""
-
-
-class LocalBackend:
-    """``workers`` processes (forkserver or spawn, never fork), all started up front; a pool
-    broken by a dying worker is replaced."""
-
-    def __init__(self, workers: int, threads: int):
-        self.workers, self.threads = workers, threads
-        self.slots = workers  # tasks running at once
-        self.capacity = workers + 1  # one queued task keeps workers busy while results are written
-        self._start()
-
-    def _start(self) -> None:
-        with worker_environment(self.threads):
-            self.pool = cf.ProcessPoolExecutor(self.workers, initializer=worker_init,
-                                               initargs=(os.getpid(),),
-                                               mp_context=_mp_context(self.threads))
-            try:
-                # start every worker while the environment is set: each submit starts a
-                # process as long as none is idle, and none can be idle before its first
-                # task is done. A Ctrl-C or SIGTERM waits for the starts: one cut short
-                # left a child outside the pool that printed a traceback once the driver
-                # had gone
-                with _signals_deferred():
-                    futures = [self.pool.submit(ping) for _ in range(self.workers)]
-                for fut in futures:
-                    fut.result()
-            except BaseException:
-                self.close(terminate=True)
-                raise
-
-    def submit(self, *args):
-        """Run ``run_cells(*args)`` in a worker."""
-        try:
-            return self.pool.submit(run_cells, *args)
-        except cf.process.BrokenProcessPool:
-            self.pool.shutdown(wait=False)
-            self._start()
-            return self.pool.submit(run_cells, *args)
-
-    @staticmethod
-    def wait_any(futures, timeout: float | None = None):
-        """The futures done, waiting at most ``timeout`` seconds (None: until one is)."""
-        return cf.wait(futures, timeout, return_when=cf.FIRST_COMPLETED).done
-
-    @staticmethod
-    def result(fut, count: int):
-        """The task's results, or a LostTask: a worker died (killed, out of memory), which
-        breaks the pool and every task in it, not only its own."""
-        try:
-            return fut.result()
-        except cf.process.BrokenProcessPool as err:
-            raise LostTask(f"worker process died: {err}") from None
-
-    def close(self, terminate: bool = False) -> None:
-        """Stop the pool (again: a pool closed before, as by a failed restart, is left)."""
-        running = self.pool._processes or {}  # no public API < 3.14; None once shut down
-        procs = list(running.values()) if terminate else []
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.join()
-        self.pool.shutdown(wait=terminate, cancel_futures=True)
-
-
-class DaskBackend:
-    """Cells as tasks of a Dask cluster (an existing one, or a LocalCluster on 127.0.0.1)."""
-
-    def __init__(self, scheduler: str, workers: int, threads: int,
-                 units=(("gt", "quadratic", "float64"),)):
-        self.units = list(units)
-        try:
-            import dask
-            from dask import distributed
-        except ImportError:
-            raise FastGTError(f"executor='dask' needs dask.distributed: {DASK_HINT}") from None
-        self.distributed = distributed
-        self.cluster = None
-        if scheduler == "local":
-            key = "distributed.nanny.pre-spawn-environ"
-            env = {**dask.config.get(key, {}), **{k: str(threads) for k in THREAD_ENV}}
-            with worker_environment(threads), dask.config.set({key: env}):
-                self.cluster = distributed.LocalCluster(
-                    n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                    dashboard_address=None, silence_logs=logging.ERROR,
-                    preload=["fastgt.sweep.dask_worker"])
-            address = self.cluster.scheduler_address
-        else:
-            address = scheduler
-        self.client, self.futures = None, set()
-        try:
-            self._connect(address, scheduler, threads)
-        except BaseException:
-            self.close()  # a failed start leaves no cluster or client behind
-            raise
-
-    def _connect(self, address: str, scheduler: str, threads: int) -> None:
-        distributed = self.distributed
-        try:
-            self.client = distributed.Client(address, timeout="20s")
-        except OSError as err:
-            raise FastGTError(f"scheduler={scheduler!r} is unreachable ({err}): allowed "
-                              "'local' or the address of a running Dask scheduler") from None
-        nthreads = self.client.nthreads()
-        self.slots = sum(nthreads.values())
-        self.capacity = self.slots + 1
-        if any(k > 1 for k in nthreads.values()):
-            print(f"fastgt: Dask workers with several threads run that many cells at once, each "
-                  f"with {threads} numba thread(s); start them with --nthreads 1", file=sys.stderr)
-        # fill the compile cache once per machine of the cluster (one worker per host)
-        hosts: dict = {}
-        for addr in nthreads:
-            hosts.setdefault(addr.rsplit(":", 1)[0], addr)
-        self.client.run(warm_cache, self.units, workers=list(hosts.values()))
-
-    def submit(self, *args):
-        """Run ``run_cells(*args)`` on the cluster."""
-        fut = self.client.submit(run_cells, *args, pure=False)
-        self.futures.add(fut)
-        return fut
-
-    def wait_any(self, futures, timeout: float | None = None):
-        try:
-            return self.distributed.wait(futures, timeout, return_when="FIRST_COMPLETED").done
-        except TimeoutError:  # distributed's wait raises where concurrent.futures' returns
-            return set()
-        except Exception as err:  # a cancelled future (a lost scheduler): result() says so
-            if not _lost(err):
-                raise
-            return {f for f in futures if f.done()}
-
-    def result(self, fut, count: int):
-        """The task's results; a LostTask when its worker died or the cluster dropped it,
-        failed rows for any other error of the task (a rerun would meet it again)."""
-        self.futures.discard(fut)
-        try:
-            return fut.result()
-        except Exception as err:  # noqa: BLE001 (recorded: the sweep goes on)
-            if _lost(err):
-                raise LostTask(f"dask task lost: {one_line(err)}") from None
-            row = {"status": "failed", "error": f"dask task: {one_line(err)}",
-                   "wall_time": math.nan}
-            return [(row, None, {})] * count
-
-    def close(self, terminate: bool = False) -> None:
-        if self.client is not None:
-            if terminate and self.futures:
-                self.client.cancel(list(self.futures))
-            self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
-
-
-#: a Dask scheduler's address: [PROTOCOL://]HOST:PORT
-_ADDRESS = re.compile(r"^(?:[a-z]+://)?[^\s:/]+:\d+$")
-
-
-def check_executor(executor: str, scheduler: str | None) -> None:
-    check_choice("executor", executor, EXECUTORS)
-    if executor == "local" and scheduler is not None:
-        raise FastGTError("scheduler is only for executor='dask'")
-    if scheduler not in (None, "local") and not _ADDRESS.match(str(scheduler)):
-        raise FastGTError(f"scheduler={scheduler!r} is invalid: allowed 'local' (a "
-                          "LocalCluster here) or a scheduler's address, tcp://HOST:PORT")
-
-
-def check_options(executor: str, scheduler: str | None, workers: int | None, threads: int,
-                  max_batch: int, flush_seconds: float) -> tuple:
-    """A sweep's options checked (one-line errors), workers defaulting to the usable cores:
-    (workers, threads, max_batch, flush_seconds)."""
-    check_executor(executor, scheduler)
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (check_int("workers", usable if workers is None else workers, 1),
-            check_int("threads_per_worker", threads, 1), check_int("max_batch", max_batch, 1),
-            check_float("flush_seconds", flush_seconds, 0.0))
 
 
 def _drift_notes(units) -> None:
@@ -426,18 +39,6 @@ def _drift_notes(units) -> None:
 
     for algo, dtype in sorted({(a, dtype) for a, _, dtype in units}):
         warn_drift(ALGORITHMS[algo], dtype)
-
-
-def make_backend(executor: str, workers: int, threads: int, scheduler: str | None,
-                 units=(("gt", "quadratic", "float64"),)):
-    """The one dispatch point: "local" -> LocalBackend, "dask" -> DaskBackend; the kernels
-    of ``units``, the sweep's (algorithm, problem, dtype) triples, are compiled first, once per
-    machine."""
-    check_executor(executor, scheduler)
-    if executor == "local":
-        warm_cache(units)  # before any worker starts: they all load, none compiles
-        return LocalBackend(workers, threads)
-    return DaskBackend(scheduler or "local", workers, threads, units)
 
 
 # --------------------------------------------------------------------------- the sweep
@@ -463,7 +64,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
         executor, scheduler, workers, threads, max_batch, flush_seconds)  # before DIR
     task_seconds = check_float("task_seconds", task_seconds, 0.0, lo_open=True)
     t0, t0_ns = time.time(), time.time_ns()
-    _stops.clear()
+    stops.clear()
     from .storage import Store  # pyarrow and pandas only for sweeps
 
     store = Store(out, create=False)  # read only until the workers are up: a scheduler
@@ -482,8 +83,8 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
         raise
     finally:
         report.elapsed = time.time() - t0
-    if _stops:  # a stop whose exception was lost after the loop
-        stop = _stops.pop()
+    if stops:  # a stop whose exception was lost after the loop
+        stop = stops.pop()
         stop.sweep_report = report
         raise stop
     return report
@@ -517,12 +118,12 @@ def _work(cells, todo, replace, out, store, report, sweep, spec_text, t0_ns, how
                   threads, progress)
     except BaseException:
         if backend is not None:
-            with _signals_deferred():  # a second Ctrl-C waits for the workers to stop
+            with signals_deferred():  # a second Ctrl-C waits for the workers to stop
                 backend.close(terminate=True)
             backend = None
         raise
     finally:
-        with _signals_deferred():  # finished work is never lost, whatever stopped the sweep
+        with signals_deferred():  # finished work is never lost, whatever stopped the sweep
             try:
                 if backend is not None:
                     backend.close()
@@ -695,8 +296,8 @@ def _dispatch(backend, planner: Planner, skip: _Skip, store: Store, pending: _Pe
                     inflight.add(backend.submit([c.params for c in cells], threads, optimum),
                                  cells, token, state)
             show()
-            if _stops:  # a signal's exception lost on the way
-                raise _stops.pop()
+            if stops:  # a signal's exception lost on the way
+                raise stops.pop()
             left = pending.left()
             for fut in backend.wait_any(list(inflight.tasks), POLL if left is None else left):
                 cells, token = inflight.pop(fut)

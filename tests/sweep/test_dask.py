@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import fastgt
 from fastgt.cli.sweep import grid as grid_cmd
 from fastgt.errors import FastGTError
-from fastgt.sweep.executors import DaskBackend
+from fastgt.sweep.backends import DaskBackend
 from fastgt.sweep.grid import load_spec
 from fastgt.sweep.storage import Store, load
 

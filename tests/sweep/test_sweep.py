@@ -21,7 +21,7 @@ from click.testing import CliRunner
 import fastgt
 from fastgt.cli.results import status as status_cmd
 from fastgt.cli.sweep import grid as grid_cmd
-from fastgt.sweep.executors import LocalBackend
+from fastgt.sweep.backends import LocalBackend
 from fastgt.sweep.grid import load_spec, make_cell
 from fastgt.sweep.storage import load
 
@@ -354,7 +354,7 @@ def test_killing_only_the_driver_leaves_no_orphan_worker(tmp_path):
 
 
 def test_a_dying_worker_loses_its_task_and_the_pool_is_replaced():
-    from fastgt.sweep.executors import LostTask
+    from fastgt.sweep.backends import LostTask
 
     backend = LocalBackend(1, 1)
     try:
@@ -479,7 +479,7 @@ class _LostSignal(_OneSlot):
 
     def wait_any(self, futures, timeout=None):
         from fastgt.cli.sweep import Terminated
-        from fastgt.sweep.executors import stop
+        from fastgt.sweep.signals import stop
 
         self.waits = [*getattr(self, "waits", []), timeout]
         assert len(self.waits) < 3, "the lost stop was never raised"
@@ -526,15 +526,15 @@ def test_a_second_stop_during_the_clean_up_keeps_the_finished_cells_and_their_co
 
 
 def test_signals_in_a_deferred_block_are_handled_at_its_end_or_at_once_when_repeated():
-    from fastgt.sweep.executors import _signals_deferred
+    from fastgt.sweep.signals import signals_deferred
 
     # the block failed: the signal still acts
-    with pytest.raises(KeyboardInterrupt) as stop, _signals_deferred():
+    with pytest.raises(KeyboardInterrupt) as stop, signals_deferred():
         signal.raise_signal(signal.SIGINT)
         raise OSError("the block failed")
     assert isinstance(stop.value.__context__, OSError)
     reached = []
-    with pytest.raises(KeyboardInterrupt), _signals_deferred():  # a second Ctrl-C: at once
+    with pytest.raises(KeyboardInterrupt), signals_deferred():  # a second Ctrl-C: at once
         signal.raise_signal(signal.SIGINT)
         reached.append(1)
         signal.raise_signal(signal.SIGINT)
@@ -549,7 +549,7 @@ def test_a_sweep_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path, monkeyp
 
     def run_sweep(*args, **kwargs):
         seen.update({s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)})
-        return fastgt.sweep.executors.SweepReport()
+        return fastgt.sweep.report.SweepReport()
 
     monkeypatch.setattr("fastgt.sweep.executors.run_sweep", run_sweep)
     spec = tmp_path / "g.toml"
@@ -571,7 +571,7 @@ def test_a_closed_pool_closes_again():
 
 
 def test_dask_tells_a_lost_task_from_a_failing_one():
-    from fastgt.sweep.executors import DaskBackend, LostTask
+    from fastgt.sweep.backends import DaskBackend, LostTask
 
     class KilledWorker(Exception):
         pass
@@ -614,7 +614,7 @@ class _Scripted(_OneSlot):
         return futures
 
     def result(self, fut, count):
-        from fastgt.sweep.executors import LostTask
+        from fastgt.sweep.backends import LostTask
 
         if fut == 1:
             raise LostTask("worker process died: killed")

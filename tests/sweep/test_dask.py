@@ -95,3 +95,17 @@ def test_missing_dask_gives_the_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask", None)
     with pytest.raises(FastGTError, match=r"pip install 'fastgt\[dask\]'"):
         DaskBackend("local", workers=1, threads=1)
+
+
+def test_the_preload_drops_only_a_heartbeat_cut_short():
+    """The message distributed logs with a traceback when the cluster closes during a
+    heartbeat (a Ctrl-C's one line became 30); any other worker error stays."""
+    import logging
+
+    from fastgt.sweep.dask_worker import quiet_shutdown
+
+    def record(msg):
+        return logging.LogRecord("distributed.worker", logging.ERROR, __file__, 1, msg, (), None)
+
+    assert not quiet_shutdown(record("Failed to communicate with scheduler during heartbeat."))
+    assert quiet_shutdown(record("Compute Failed"))

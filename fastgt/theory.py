@@ -25,8 +25,9 @@ invariant ybar = gbar, i.e. y(0) = g(0)). The recorded metrics are averages of t
 modes: O(n) once the eigenvalues are known. Rates and stability only need lambda2 and
 lambda_n, which ``W.spectrum()`` gives at any n.
 
-Public: ``stationary``, ``rate``, ``max_stepsize``, ``eigenvalues``, ``theory_columns``,
-``unsupported``, ``unstable_message``, ``mode_variances``, ``mode_radius``.
+Public: ``stationary``, ``rate``, ``max_stepsize``, ``stable_stepsizes``, ``eigenvalues``,
+``theory_columns``, ``unsupported``, ``unstable_message``, ``where_stable``, ``mode_variances``,
+``mode_radius``.
 """
 
 from __future__ import annotations
@@ -229,9 +230,58 @@ def max_stepsize(W, algorithm: str, problem="quadratic", local_steps: int = 1,
     EXTRA, ATC-GT, and any algorithm with local steps or topology_y: the first unstable
     stepsize of a grid of 256 below 2 / a (the mean mode's bound), refined by bisection to
     1e-12 relative on the radius of their modes (``_modes``); 0 when even the smallest is
-    unstable (D² with lambda_n < -1/3 is unstable for small stepsizes, whatever may happen
-    at large ones).
+    unstable (D² with lambda_n < -1/3, or with local steps, EXTRA with many local steps:
+    larger stepsizes may still be stable, ``stable_stepsizes`` says which).
     """
+    a, closed, stable = _stability(W, algorithm, problem, local_steps, topology_y)
+    if closed is not None:
+        return closed
+    grid = (2.0 / a) * np.arange(1, GRID + 1) / GRID
+    bad = [g for g in grid if not stable(g * (1 - 1e-12))]
+    if not bad:
+        return 2.0 / a
+    hi = bad[0]
+    lo = hi - grid[0]
+    if lo == 0.0 and not stable(1e-9 * hi):
+        return 0.0
+    return _edge(stable, lo, hi)
+
+
+def stable_stepsizes(W, algorithm: str, problem="quadratic", local_steps: int = 1,
+                     topology_y=None) -> list[tuple[float, float]]:
+    """The stable stepsizes (``rate`` < 1) as open intervals (lo, hi), in increasing
+    order: (0, max_stepsize) where the closed forms apply; else the runs of stable points
+    of max_stepsize's grid of 256 below 2 / a, each edge refined by bisection to 1e-12
+    relative (lo = 0 where the smallest stepsizes are stable; a window narrower than the
+    grid's spacing can be missed). D² with lambda_n < -1/3, for one, is unstable at small
+    stepsizes and stable at large ones on the quadratic problems; [] if none is stable."""
+    a, closed, stable = _stability(W, algorithm, problem, local_steps, topology_y)
+    if closed is not None:
+        return [(0.0, closed)]
+    grid = (2.0 / a) * np.arange(1, GRID + 1) / GRID
+    ok = [stable(g * (1 - 1e-12)) for g in grid]
+    out = []
+    for i, good in enumerate(ok):
+        if not good or (i and ok[i - 1]):
+            continue  # not the first point of a run
+        j = i
+        while j + 1 < GRID and ok[j + 1]:
+            j += 1
+        if i == 0 and stable(1e-9 * grid[0]):
+            lo = 0.0
+        else:
+            lo = _edge(stable, grid[i], grid[i - 1] if i else 0.0)
+        hi = 2.0 / a if j == GRID - 1 else _edge(stable, grid[j], grid[j + 1])
+        out.append((float(lo), float(hi)))
+    return out
+
+
+#: stepsizes tried below 2 / a where stability has no closed form
+GRID = 256
+
+
+def _stability(W, algorithm: str, problem, local_steps: int, topology_y):
+    """(a, the closed-form max_stepsize or None, whether a stepsize is stable) of a case."""
     _check(algorithm, W=W)
     topology_y = _topology_y(W, algorithm, topology_y)
     local_steps = check_int("local_steps", local_steps, 1)
@@ -239,9 +289,9 @@ def max_stepsize(W, algorithm: str, problem="quadratic", local_steps: int = 1,
     if not _relaxed(local_steps, topology_y):
         lam_n = W.spectrum().lambda_n
         if algorithm == "gt" and lam_n < 0:
-            return min(2.0, (1.0 - lam_n**2) / -lam_n) / a
+            return a, min(2.0, (1.0 - lam_n**2) / -lam_n) / a, None
         if algorithm in CLOSED or algorithm == "centralized":
-            return 2.0 / a
+            return a, 2.0 / a, None
         lam, mu = _modes(W), None
     elif not _dense(W, topology_y):
         lam, mu = _mode_pairs(W, algorithm, local_steps, topology_y)
@@ -252,15 +302,13 @@ def max_stepsize(W, algorithm: str, problem="quadratic", local_steps: int = 1,
                                             local_steps)) < 1.0
         return mode_radius(lam, algorithm, gamma, a, mu, local_steps).max() < 1.0
 
-    grid = (2.0 / a) * np.arange(1, 257) / 256
-    bad = [g for g in grid if not stable(g * (1 - 1e-12))]
-    if not bad:
-        return 2.0 / a
-    hi = bad[0]
-    lo = hi - grid[0]
-    if lo == 0.0 and not stable(1e-9 * hi):
-        return 0.0
-    while hi - lo > 1e-12 * hi:
+    return a, None, stable
+
+
+def _edge(stable, lo: float, hi: float) -> float:
+    """Between a stable ``lo`` and an unstable ``hi`` (either order), by bisection to 1e-12
+    relative: the unstable end."""
+    while abs(hi - lo) > 1e-12 * max(abs(hi), abs(lo)):
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if stable(mid) else (lo, mid)
     return float(hi)
@@ -301,14 +349,30 @@ def rate(W, algorithm: str, stepsize: float, problem="quadratic", local_steps: i
 
 def unstable_message(W, algorithm: str, stepsize: float, problem="quadratic",
                      local_steps: int = 1, topology_y=None) -> str:
-    """What to say of a stepsize at or beyond ``max_stepsize``."""
-    top = max_stepsize(W, algorithm, problem, local_steps, topology_y)
+    """What to say of an unstable stepsize (``rate`` >= 1)."""
     head = (f"stepsize={stepsize:g} is unstable for {algorithm} on {W.describe()}: the "
             "iterates diverge (infinite floors); ")
-    if top == 0.0:
-        return head + "no stepsize is stable with these settings (theory.max_stepsize is 0)"
-    return head + (f"the largest stable stepsize is {top:.6g} (theory.max_stepsize; every "
-                   "stepsize below it is stable)")
+    return head + where_stable(W, algorithm, problem, local_steps, topology_y)
+
+
+def where_stable(W, algorithm: str, problem="quadratic", local_steps: int = 1,
+                 topology_y=None) -> str:
+    """Which stepsizes are stable, in words: below max_stepsize, or the windows of
+    stable_stepsizes where the smallest stepsizes are not."""
+    top = max_stepsize(W, algorithm, problem, local_steps, topology_y)
+    if top > 0.0:
+        return (f"the largest stable stepsize is {top:.6g} (theory.max_stepsize; every "
+                "stepsize below it is stable)")
+    found = stable_stepsizes(W, algorithm, problem, local_steps, topology_y)
+    if not found:
+        return "no stepsize is stable with these settings (theory.stable_stepsizes)"
+    return (f"small stepsizes are unstable here; stable: {_windows(found)} "
+            "(theory.stable_stepsizes)")
+
+
+def _windows(intervals) -> str:
+    """Stable stepsize intervals as text: "between 0.2929 and 1", "... or ..."."""
+    return " or ".join(f"between {lo:.6g} and {hi:.6g}" for lo, hi in intervals)
 
 
 def unsupported(algorithm: str, problem) -> str | None:

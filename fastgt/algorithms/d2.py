@@ -128,10 +128,11 @@ def check(W, local_steps):
     weight 1/3, is allowed: rounding must not refuse it), on a static W: its correction
     -X(t-1) + gamma G(t-1) cancels W's fixed point only when W(t) = W(t-1) (measured: it
     diverges on the time-varying topologies, and with local steps, where a step with W = I
-    leaves a unit root: no stepsize is stable, docs/theory.md)."""
+    leaves a unit root: small stepsizes are unstable, docs/theory.md)."""
     if local_steps > 1:
-        return (f"d2 has no stable stepsize with local_steps={local_steps} (a step with "
-                "W = I leaves its correction a unit root); allowed: local_steps=1")
+        return (f"d2 with local_steps={local_steps} is unstable at small stepsizes (a step "
+                "with W = I leaves its correction a unit root; theory.stable_stepsizes gives "
+                "the stable ones); allowed: local_steps=1")
     if not W.static:
         return (f"d2 needs a static W (its correction assumes W(t) = W(t-1)), not the "
                 f"time-varying {W.name}; allowed: a static topology")

@@ -197,19 +197,16 @@ def _stable_hint(W, algorithm: str, prob, local_steps: int, topology_y) -> str:
     local steps and topology_y); why, for a run outside the algorithm's stability condition
     (allow_unstable), where a smaller stepsize may not help."""
     from ..algorithms import ALGORITHMS
-    from ..theory import max_stepsize
+    from ..theory import where_stable
 
     check = ALGORITHMS[algorithm].check
     outside = check(W, local_steps) if check else None
     if outside:
         return f"; it ran outside its stability condition (allow_unstable): {outside}"
     try:
-        top = max_stepsize(W, algorithm, prob, local_steps, topology_y)
+        return f"; exact theory: {where_stable(W, algorithm, prob, local_steps, topology_y)}"
     except FastGTError:  # the theory does not cover the problem
         return "; try a smaller --stepsize"
-    if top == 0.0:
-        return f"; no stepsize is stable for {algorithm} with these settings (exact theory)"
-    return f"; the largest stable stepsize is {top:.6g}"
 
 
 @click.command("table3")

@@ -153,19 +153,53 @@ def test_dense_path_has_a_size_limit(monkeypatch):
     assert math.isfinite(cols["theory_consensus"])
 
 
-def test_d2_with_local_steps_is_unstable_refused_and_diverges():
-    """D²'s correction on a local step (W = I) leaves a unit root: with local steps no
-    stepsize is stable (max_stepsize 0), so a run is refused before it starts, and with
-    allow_unstable it diverges."""
+def test_d2_with_local_steps_is_unstable_at_small_stepsizes_refused_and_diverges():
+    """D²'s correction on a local step (W = I) leaves a unit root: with local steps small
+    stepsizes are unstable (max_stepsize 0), so a run is refused before it starts, and with
+    allow_unstable it diverges there; a stepsize of stable_stepsizes converges to x* on the
+    quadratic problem (curvature a = 2, which the windows are for: with curvatures spread
+    over coordinates, as in hetero_quadratic, some are outside them and it diverges)."""
     W = fastgt.topology("ring", n=10)
     assert theory.max_stepsize(W, "d2", local_steps=2) == 0.0
+    (lo, hi), = theory.stable_stepsizes(W, "d2", local_steps=2)
+    assert 0.2 < lo < 0.4 and hi == 1.0
     kw = {"algorithm": "d2", "topology": W, "problem": "hetero_quadratic", "noise": "none",
           "d": 2, "steps": 3000, "stepsize": 0.05, "local_steps": 2}
-    with pytest.raises(fastgt.FastGTError, match=r"d2 has no stable stepsize with "
-                                                 r"local_steps=2 .*allowed: local_steps=1, "
+    with pytest.raises(fastgt.FastGTError, match=r"d2 with local_steps=2 is unstable at small "
+                                                 r"stepsizes .*allowed: local_steps=1, "
                                                  r"or allow_unstable=True"):
         fastgt.run(**kw)
     assert fastgt.run(**kw, allow_unstable=True).summary["status"] == "diverged"
+    ok = fastgt.run(**(kw | {"stepsize": 0.6, "problem": "quadratic"}), allow_unstable=True
+                    ).summary
+    assert ok["status"] == "ok" and ok["final_loss_nodes"] < 1e-20
+
+
+@pytest.mark.parametrize("W,algorithm,local", [
+    (fastgt.topology("ring", n=16, self_weight=0.1), "d2", 1),
+    (fastgt.topology("ring", n=10), "d2", 2),
+    (fastgt.topology("ring", n=16), "extra", 5),
+    (fastgt.topology("ring", n=16), "extra", 2),
+    (fastgt.topology("ring", n=8, self_weight=0.05), "gt", 1),
+    (fastgt.topology("torus", rows=3, cols=4), "gt_atc", 3),
+])
+def test_stable_stepsizes_are_where_the_rate_is_below_one(W, algorithm, local):
+    """On a fine grid of stepsizes below 2 / a, rate < 1 exactly inside the intervals (up
+    to 1e-9 of an edge), and the rate crosses 1 at each edge but 0 and 2 / a."""
+    found = theory.stable_stepsizes(W, algorithm, local_steps=local)
+    assert found
+    for g in np.linspace(1e-4, 1.0, 1500, endpoint=False):
+        inside = any(lo < g < hi for lo, hi in found)
+        if all(min(abs(g - lo), abs(g - hi)) > 1e-9 for lo, hi in found):
+            assert (theory.rate(W, algorithm, g, local_steps=local) < 1) == inside, g
+    for lo, hi in found:
+        for edge in (lo, hi):
+            if 0 < edge < 1.0:
+                below = theory.rate(W, algorithm, edge * (1 - 1e-9), local_steps=local)
+                above = theory.rate(W, algorithm, edge * (1 + 1e-9), local_steps=local)
+                assert (below < 1) != (above < 1), (edge, below, above)
+    top = theory.max_stepsize(W, algorithm, local_steps=local)
+    assert top == (found[0][1] if found[0][0] == 0 else 0.0)
 
 
 def _steps(W, algorithm, gamma, **relax):

@@ -274,11 +274,15 @@ def test_a_diverged_run_exits_3_and_says_when_and_why():
     for m in set(fastgt.METRICS) - {"accuracy"}:  # plateaus missing, not nan beside finals
         assert table[m] == "missing (the run diverged)"
     assert "accuracy" not in table and "final_accuracy" not in table  # no classes: left out
-    # the hint is the theory's for the run's local steps: EXTRA with 5 has no stable stepsize
+    # the hint is the theory's for the run's local steps: EXTRA with 5 is stable only at
+    # large stepsizes (it said none was; a run at 0.5 converges)
     res = invoke("run", *TINY[:4], "--algorithm", "extra", "--local-steps", "5", "--steps",
                  "3000", "--stepsize", "0.001", "--quiet")
-    one_error(res, 3, "diverged at step", "no stepsize is stable for extra with these "
-              "settings (exact theory)")
+    one_error(res, 3, "diverged at step", "exact theory: small stepsizes are unstable here; "
+              "stable: between 0.12", "(theory.stable_stepsizes)")
+    res = invoke("run", *TINY[:4], "--algorithm", "extra", "--local-steps", "5", "--steps",
+                 "3000", "--stepsize", "0.5", "--noise", "none", "--quiet")
+    assert res.exit_code == 0, res.output
 
 
 def test_a_sweep_with_diverged_cells_exits_3_after_finishing(tmp_path):
@@ -316,7 +320,7 @@ def test_steps_zero_is_refused_and_one_default_everywhere():
     (["--algorithm", "dsgd", "--stepsize", "1.5"], 3, ["largest stable stepsize is 1"], 1),
     (["--stepsize", "0"], 2, ["stepsize=0.0 is invalid"], None),
     (["--algorithm", "extra", "--local-steps", "5", "--stepsize", "0.01"], 3,
-     ["stepsize=0.01 is unstable", "no stepsize is stable with these settings"], 0),
+     ["stepsize=0.01 is unstable", "small stepsizes are unstable here; stable: between"], 0),
 ])
 def test_theory_at_an_unstable_stepsize(args, code, fragments, top):
     res = invoke("theory", "--n", "30", *args)
@@ -325,6 +329,26 @@ def test_theory_at_an_unstable_stepsize(args, code, fragments, top):
         assert not re.search(r"\binf\b", res.output)
         assert not re.search(r"^\s*rate\s", res.output, re.MULTILINE)
         assert re.search(rf"max_stepsize\s+{top}\n", res.output)
+
+
+def test_theory_stable_beyond_unstable_small_stepsizes():
+    """D² with lambda_n = -0.8 and EXTRA with 5 local steps are unstable at small
+    stepsizes, stable at larger ones: stable follows the rate there, with the floors (the
+    CLI said "no stepsize is stable", exit 3, where simulations converge)."""
+    import json
+
+    res = invoke("theory", "--algorithm", "d2", "--n", "16", "--self-weight", "0.1",
+                 "--stepsize", "0.6", "--d", "10", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    W = fastgt.topology("ring", n=16, self_weight=0.1)
+    want = fastgt.theory.stationary(W, "d2", 0.6, d=10)
+    assert out["stable"] is True and out["max_stepsize"] == 0.0
+    assert out["consensus"] == want["consensus"] and out["rate"] < 1
+    assert out["stable_stepsizes"] == [list(w) for w in fastgt.theory.stable_stepsizes(W, "d2")]
+    res = invoke("theory", "--algorithm", "extra", "--n", "16", "--local-steps", "5",
+                 "--stepsize", "0.5")
+    assert res.exit_code == 0 and re.search(r"stable\s+True", res.output), res.output
 
 
 def test_theory_json_says_unstable():

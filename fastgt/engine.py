@@ -232,7 +232,8 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         config = {**shared, "topology": cell.W.name, **cell.W.params, "sigma2": cell.noise.sigma2,
                   "stepsize": cell.gamma, "seed": cell.seed, "threads": nthreads,
                   **({"problem_info": info} if info else {})}
-        summary = _summarize(records, rec, loop_time / batch.C, wall / batch.C, nthreads, batch.C)
+        summary = _summarize(records, rec, loop_time / batch.C, wall / batch.C, nthreads, batch.C,
+                             record_every if shared["local_steps"] > 1 else None)
         summary.update(prob.columns())
         # float32: the metrics its rounding may dominate ("" if none); float64: not checked
         summary["rounding_limited"] = (rec.rounding_limited(cur, t, summary, algo.drifts)
@@ -365,15 +366,19 @@ class _Recorder:
 
 
 def _summarize(records: np.ndarray, rec: _Recorder, loop_time: float, wall: float,
-               threads: int, batch: int) -> dict:
-    """Finals and plateaus (mean over the last half of the records). Times of a batch are
+               threads: int, batch: int, grid: int | None = None) -> dict:
+    """Finals and plateaus (mean over the last half of the records; with ``grid``, of the
+    records at its multiples: with local steps the metrics vary within a period, and the
+    last step's record, off the grid of every record_every steps, fell on a phase the
+    others need not, which the exact theory's average leaves out). Times of a batch are
     shared equally by its cells."""
     s = {"status": rec.status, "diverged_step": rec.diverged_step,
          "diverged_reason": rec.reason, "steps_done": rec.steps_done,
          "records": len(records), "wall_time": wall, "loop_time": loop_time,
          "steps_per_s": rec.steps_done / loop_time if loop_time > 0 else math.nan,
          "threads": threads, "batch": batch}
-    half = records[len(records) // 2:]
+    kept = records if grid is None else records[records[:, 0] % grid == 0]
+    half = kept[len(kept) // 2:]
     for q, m in enumerate(M.METRICS, start=1):
         s[f"final_{m}"] = float(records[-1, q])
         s[m] = float(half[:, q].mean()) if rec.status == "ok" else math.nan

@@ -240,3 +240,24 @@ def test_topology_y_plateau_matches_theory(algorithm, noise, shared):
           fastgt.topology("erdos_renyi", n=12, prob=0.4, seed=0))
     steps = _steps(W, algorithm, 0.1, topology_y=Wy)
     check_against_simulation(W, algorithm, "quadratic", noise, 0.1, 8, steps, 16, topology_y=Wy)
+
+
+def test_a_last_record_off_the_grid_is_left_out_of_a_periodic_plateau():
+    """With local steps, records every 9 steps of a 3-step period fall just after a
+    communication, where the centralized baseline's nodes agree (consensus 0, as the theory
+    of that phase says); the last step, 2000, is off that grid (2000 = 3 x 666 + 2): its
+    record held disagreeing nodes and made the plateau 4e-5, ten standard errors from the
+    theory in a user's sweep. Without local steps the last record stays in (the numbers of
+    every other run are kept: test_plain_runs_keep_their_numbers)."""
+    W = fastgt.topology("ring", n=16)
+    kw = {"algorithm": "centralized", "topology": W, "d": 10, "stepsize": 0.05,
+          "local_steps": 3, "record_every": 9}
+    res = fastgt.run(**kw, steps=2000)
+    assert res.trace["step"].iloc[-1] == 2000
+    want = theory.stationary(W, "centralized", 0.05, d=10, local_steps=3, record_every=9)
+    assert want["consensus"] == 0.0 and res.summary["consensus"] < 1e-30  # rounding only
+    assert res.trace["consensus"].iloc[-1] > 1e-6  # what it averaged in before
+    assert res.summary["final_consensus"] == res.trace["consensus"].iloc[-1]  # still the last
+    on_grid = res.trace[res.trace["step"] % 9 == 0]
+    half = on_grid["loss_nodes"].iloc[len(on_grid) // 2:]
+    assert res.summary["loss_nodes"] == half.mean()

@@ -213,8 +213,9 @@ def from_edges(edges, n: int | None = None, weights: str = "metropolis") -> Mixi
 
 def from_matrix(W) -> MixingMatrix:
     """A user mixing matrix (dense or scipy sparse, or the path of a .npy, .npz or .mtx file:
-    fastgt.topology.files.read_matrix), validated as is."""
-    return MixingMatrix.from_matrix(read_matrix(W) if is_path(W) else W)
+    fastgt.topology.files.read_matrix), as is: validated by fastgt.topology, or as a step of
+    a cycle (which need not be connected)."""
+    return MixingMatrix.from_matrix(read_matrix(W) if is_path(W) else W, check=False)
 
 
 #: the static families (topology/__init__.py: FAMILIES adds the time-varying ones)

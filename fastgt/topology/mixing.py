@@ -115,8 +115,9 @@ class MixingMatrix:
         return cls(A.indptr, A.indices, A.data, mean_weight, **kw)
 
     @classmethod
-    def from_matrix(cls, W, mean_weight: float = 0.0, name: str = "matrix") -> MixingMatrix:
-        """Wrap a user matrix (dense array or scipy sparse) and validate it."""
+    def from_matrix(cls, W, mean_weight: float = 0.0, name: str = "matrix",
+                    check: bool = True) -> MixingMatrix:
+        """Wrap a user matrix (dense array or scipy sparse) and (``check``) validate it."""
         import scipy.sparse as sp
 
         if sp.issparse(W):
@@ -133,8 +134,7 @@ class MixingMatrix:
             raise FastGTError(f"W must be a square matrix, got shape {A.shape}")
         A.eliminate_zeros()
         mm = cls.from_sparse(A, mean_weight, name=name, params={"n": A.shape[0]})
-        validate(mm)
-        return mm
+        return validate(mm) if check else mm
 
     def lazy(self) -> MixingMatrix:
         """(W + I) / 2: keeps the eigenvectors, maps every eigenvalue l to (l + 1) / 2, so c = 1."""
@@ -181,7 +181,7 @@ def validate(mm: MixingMatrix) -> MixingMatrix:
     if mm.structure is not None:
         s = mm.spectrum()  # exact gaps: a disconnected or bipartite structure gives exactly 0
         if s.gap2 <= 0.0:
-            raise DegenerateGraphError(DISCONNECTED.format(what="eigenvalue 1 is repeated"))
+            raise DegenerateGraphError(_disconnected(mm, "eigenvalue 1 is repeated"))
         if s.gapn <= 0.0:
             raise DegenerateGraphError(BIPARTITE)
         return mm
@@ -191,14 +191,17 @@ def validate(mm: MixingMatrix) -> MixingMatrix:
     A.eliminate_zeros()  # csgraph counts explicitly stored zeros as edges
     ncomp, _ = connected_components(A, directed=False)
     if ncomp > 1:
-        raise DegenerateGraphError(DISCONNECTED.format(what=f"{ncomp} components"))
+        raise DegenerateGraphError(_disconnected(mm, f"{ncomp} components"))
     if np.all(A.diagonal() <= TOL) and _is_bipartite(A):
         raise DegenerateGraphError(BIPARTITE)
     return mm
 
 
-DISCONNECTED = ("graph is disconnected ({what}): p = 0; "
-                "allowed only connected graphs (raise prob/radius or pick another seed)")
+def _disconnected(mm: MixingMatrix, what: str) -> str:
+    """The refusal of a disconnected graph, with the remedy of a random family's."""
+    remedy = {"erdos_renyi": " (raise prob or pick another seed)",
+              "geometric": " (raise radius or pick another seed)"}.get(mm.name, "")
+    return f"graph is disconnected ({what}): p = 0; allowed only connected graphs{remedy}"
 BIPARTITE = ("W has eigenvalue -1 (bipartite graph with zero self-weights): p = 0; "
              "allowed only W with lambda_n > -1 (use lazy=True or a positive self_weight)")
 

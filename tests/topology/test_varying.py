@@ -208,6 +208,26 @@ def test_cycle_tables_are_steps_not_topologies_of_their_own():
                                   fastgt.topology("cycle", matrices=bipartite).period[1].to_dense())
 
 
+def test_cycle_steps_from_matrix_files_need_not_be_connected(tmp_path):
+    """The same two matchings as .npy files in from_matrix tables: a cycle (from_matrix
+    validated each step as a topology of its own and refused them); alone, a file's
+    disconnected matrix is refused without the remedy of a random graph's."""
+    paths = []
+    for k, edges in enumerate(([[0, 1], [2, 3]], [[1, 2], [3, 0]])):
+        P = np.eye(4) / 2
+        for i, j in edges:
+            P[i, j] = P[j, i] = 0.5
+        paths.append(tmp_path / f"m{k}.npy")
+        np.save(paths[-1], P)
+    tables = [{"topology": "from_matrix", "matrix": str(p)} for p in paths]
+    C = fastgt.topology("cycle", matrices=tables)
+    arrays = fastgt.topology("cycle", matrices=[np.load(p) for p in paths])
+    assert C.spectrum().p_eff == arrays.spectrum().p_eff == 1.0  # exact average in 2 steps
+    with pytest.raises(DegenerateGraphError) as err:
+        fastgt.topology("from_matrix", W=str(paths[0]))
+    assert str(err.value).endswith("allowed only connected graphs"), err.value
+
+
 def test_a_time_varying_spectrum_takes_no_eigensolver():
     """Its values are closed forms or the period's product: a method asked for would be
     silently ignored (fastgt topo --method dense said 'closed')."""

@@ -114,18 +114,39 @@ def run_cmd(threads, out, quiet, **kw):
     res = run(topology=W, problem=prob, threads=threads, progress=progress, **kw)
     if bar is not None:
         bar.close()
+    closed = None
     try:
         if out:  # before the summary: a pipe closed early (| head) must not lose the file
             _write_trace(res, out)
     finally:
-        _print_summary(res, err=out == "-")
-    if out and out != "-":
-        click.echo(f"trace written to {out}")
+        try:
+            _print_summary(res, err=out == "-")
+            if out and out != "-":
+                click.echo(f"trace written to {out}")
+        except BrokenPipeError as err:  # | head left: a divergence is still said, exit 3
+            closed = err
+            _discard_stdout()
     s = res.summary
+    if closed is not None and s["status"] != "diverged":
+        raise closed  # click's exit 1 for a closed pipe
     if s["status"] == "diverged":
         raise ResultError(f"the run diverged at step {s['diverged_step']}: "
                           f"{s['diverged_reason']}"
                           f"{_stable_hint(W, kw['algorithm'], prob, kw['local_steps'] or 1, kw['topology_y'])}")
+
+
+def _discard_stdout() -> None:
+    """Standard output's reader has gone: what is still buffered, or written later, goes
+    nowhere (not a second BrokenPipeError at exit)."""
+    import os
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (tests): nothing to flush
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _print_summary(res, err: bool = False) -> None:

@@ -163,6 +163,19 @@ def test_run_out_csv_by_suffix_and_to_standard_output(tmp_path):
     assert len(pd.read_parquet(tmp_path / "bare")) == 5
 
 
+def test_a_diverged_run_with_a_closed_pipe_still_exits_3_and_says_so():
+    """`fastgt run ... | head -0` of a run that diverges: its exit code and message are the
+    divergence's (they were lost to the closed pipe's exit 1 in half the runs)."""
+    proc = subprocess.Popen([sys.executable, "-c", "from fastgt.cli import main; main()", "run",
+                             *TINY[:4], "--steps", "500", "--stepsize", "10", "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()
+    err = [line for line in proc.stderr.read().splitlines()
+           if not line.startswith("fastgt: compiling")]
+    assert proc.wait(timeout=120) == 3, err
+    assert len(err) == 1 and "diverged at step" in err[0] and "Traceback" not in err[0], err
+
+
 def test_run_summary_leaves_out_metrics_that_do_not_apply():
     res = invoke("run", *TINY, "--algorithm", "dsgd")
     table = dict(r.split(None, 1) for r in res.output.splitlines())

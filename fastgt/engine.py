@@ -252,14 +252,21 @@ def checked_topology_y(Wy, algo, n: int):
         from .algorithms import ALGORITHMS
 
         takers = ", ".join(k for k, a in ALGORITHMS.items() if a.topology_y)
-        raise bad("topology_y", getattr(Wy, "name", Wy),
+        raise bad("topology_y", _shown(Wy),
                   f"only with the algorithms that track gradients ({takers}), not {algo.name}")
     if not isinstance(Wy, MixingMatrix):
-        raise bad("topology_y", getattr(Wy, "name", Wy),
-                  "a static MixingMatrix, e.g. fastgt.topology('ring', n=300, self_weight=0.5)")
+        raise bad("topology_y", _shown(Wy),
+                  "a static topology, e.g. the table {\"topology\": \"ring\", \"n\": 300, "
+                  "\"self_weight\": 0.5} (fastgt.topology('ring', n=300, self_weight=0.5) in "
+                  "Python)")
     if Wy.n != n:
         raise FastGTError(f"topology_y has n={Wy.n}, the topology n={n}: allowed the same n")
     return Wy
+
+
+def _shown(W):
+    """A topology as a message names it: its family and parameters."""
+    return W.describe() if hasattr(W, "describe") else W
 
 
 def _parse_cell(cell: dict, noise: str, d: int) -> Cell:

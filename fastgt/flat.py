@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 
-from .errors import FastGTError
+from .errors import FastGTError, bad
 from .params import PARAMS
 from .problems import PROBLEMS, ProblemSpec, problem, problem_params
-from .topology import FAMILIES, TOPO_RENAME, MixingMatrix, family_params, topology
+from .topology import FAMILIES, TOPO_RENAME, MixingMatrix, TimeVarying, family_params, topology
 
 #: Python name -> flat name, for problems (topology families: topology.TOPO_RENAME)
 PROBLEM_RENAME = {"seed": "problem_seed"}
@@ -91,6 +91,9 @@ def build(topo, prob, params: dict) -> tuple[MixingMatrix, ProblemSpec]:
     topo: a family name or a built MixingMatrix (which takes no parameters); prob: a problem
     name or spec (a spec takes no parameters)."""
     topo_name = topo if isinstance(topo, str) else None
+    if topo_name is None and not isinstance(topo, (MixingMatrix, TimeVarying)):
+        raise bad("topology", topo, "a family's name (e.g. 'ring') or a built topology, "
+                  "e.g. fastgt.topology('ring', n=300)")
     spec = problem(prob) if not isinstance(prob, str) else None  # a spec, or the standard error
     tkw, pkw = split(topo_name, prob if spec is None else spec.name, params)
     if pkw and spec is not None:

@@ -184,14 +184,16 @@ def _tables(name, text):
     tables = _json(text)
     if not (isinstance(tables, list) and tables and all(_is_table(t) for t in tables)):
         raise bad(name, text, 'a list of topology tables, e.g. [{topology = "ring", n = 16}, '
-                  '{topology = "torus", n = 16}] (JSON on the command line)')
+                  '{topology = "torus", n = 16}] in a grid file, \'[{"topology": "ring", "n": '
+                  '16}, {"topology": "torus", "n": 16}]\' (JSON) on the command line')
 
 
 def _table(name, text):
     """One topology table: {"topology": "ring", "n": 16, "self_weight": 0.5}."""
     if not _is_table(_json(text)):
         raise bad(name, text, 'a topology table, e.g. {topology = "ring", n = 16, '
-                  'self_weight = 0.5} (JSON on the command line)')
+                  'self_weight = 0.5} in a grid file, \'{"topology": "ring", "n": 16, '
+                  '"self_weight": 0.5}\' (JSON) on the command line')
 
 
 def _int(lo, hi=None):

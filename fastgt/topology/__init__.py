@@ -74,8 +74,10 @@ def _built(name: str, params: dict) -> MixingMatrix | TimeVarying:
         raise bad(unknown[0], params[unknown[0]],
                   f"parameters of {name!r}: {', '.join(sorted(allowed))}")
     missing = [k for k, d in allowed.items() if d is inspect.Parameter.empty and k not in params]
-    if missing:
-        raise FastGTError(f"topology {name!r} needs {', '.join(missing)}")
+    if missing:  # W is matrix in grid files and --matrix in the shell (flat names)
+        raise FastGTError(f"topology {name!r} needs " + ", ".join(
+            f"{k} (flat name {TOPO_RENAME[k]}: --{TOPO_RENAME[k].replace('_', '-')} in the "
+            "shell)" if k in TOPO_RENAME else k for k in missing))
     if isinstance(params.get("matrices"), list):  # cycle: topology tables built here
         params["matrices"] = [_table(m) for m in params["matrices"]]
     mm = FAMILIES[name](**params)

@@ -632,3 +632,23 @@ def test_warmup_says_which_kernels_are_ready():
     assert len(lines) == 2, res.output
     assert "quadratic, consensus, hetero_quadratic (float64)" in lines[0]
     assert "least_squares, logistic, nonconvex (float64)" in lines[1]
+
+
+@pytest.mark.parametrize("args,fragments", [
+    (["--topology", "from_matrix"], ["needs W (flat name matrix: --matrix in the shell)"]),
+    (["--n", "8", "--algorithm", "dsgd", "--topology-y", '{"topology": "complete", "n": 8}'],
+     ["topology_y='complete(n=8)' is invalid"]),
+    (["--n", "8", "--topology-y", '{"topology": "one_peer_exponential", "n": 8}'],
+     ["topology_y='one_peer_exponential(n=8)'", 'the table {"topology": "ring"']),
+    (["--n", "8", "--topology-y", "ring"],
+     ['\'{"topology": "ring", "n": 16, "self_weight": 0.5}\' (JSON) on the command line']),
+])
+def test_topology_errors_name_what_was_given_in_the_shells_terms(args, fragments):
+    """(A user trial: "needs W" where the option is --matrix, topology_y='complete' for a
+    table, a TOML example beside "JSON on the command line".)"""
+    one_error(invoke("run", "--steps", "1", *args), 2, *fragments)
+
+
+def test_a_topology_of_the_wrong_type_is_named_before_its_parameters():
+    with pytest.raises(fastgt.FastGTError, match=r"^topology=123 is invalid"):
+        fastgt.run(topology=123, n=16)  # said "n does not apply to a built topology"

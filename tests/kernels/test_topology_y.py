@@ -82,10 +82,11 @@ def test_noiseless_gt_with_topology_y_reaches_the_optimum():
 
 
 @pytest.mark.parametrize("kw,match", [
-    ({"algorithm": "dsgd"}, ("topology_y='ring' is invalid: allowed only with the algorithms "
-                             "that track gradients (gt, gt_atc), not dsgd")),
+    ({"algorithm": "dsgd"}, ("topology_y='ring(n=8, self_weight=0.3333333333333333)' is "
+                             "invalid: allowed only with the algorithms that track gradients "
+                             "(gt, gt_atc), not dsgd")),
     ({"topology_y": {"topology": "ring", "n": 9}}, "topology_y has n=9, the topology n=8"),
-    ({"topology_y": {"topology": "random_matching", "n": 8}}, "a static MixingMatrix"),
+    ({"topology_y": {"topology": "random_matching", "n": 8}}, "a static topology"),
     ({"topology_y": '{"n": 8}'}, "a topology table"),
 ])
 def test_topology_y_refusals(kw, match):

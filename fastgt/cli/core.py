@@ -120,7 +120,7 @@ def run_cmd(threads, out, quiet, **kw):
             _write_trace(res, out)
     finally:
         try:
-            _print_summary(res, err=out == "-")
+            _print_summary(res, W, err=out == "-")
             if out and out != "-":
                 click.echo(f"trace written to {out}")
         except BrokenPipeError as err:  # | head left: a divergence is still said, exit 3
@@ -149,15 +149,22 @@ def _discard_stdout() -> None:
     os.close(devnull)
 
 
-def _print_summary(res, err: bool = False) -> None:
-    """d (a data file's own), then every entry of the run's summary but the empty ones and
-    the metrics that do not apply (no value at step 0: tracking without a tracker,
-    accuracy without classes); a diverged run's plateaus are missing, said so. ``err``: to
-    standard error (standard output holds the trace)."""
-    summary = res.summary
+def _print_summary(res, W, err: bool = False) -> None:
+    """What ran (algorithm, topology ``W``, problem, noise, stepsize, seed, the relaxations
+    and float32 where set, d: a data file's own), then every entry of the run's summary but
+    the empty ones and the metrics that do not apply (no value at step 0: tracking without
+    a tracker, accuracy without classes); a diverged run's plateaus are missing, said so.
+    ``err``: to standard error (standard output holds the trace)."""
+    summary, config = res.summary, res.config
     first = res.records[0]  # step 0's record (not res.trace: no pandas for a summary)
     absent = {m for q, m in enumerate(METRICS, start=1) if first[q] != first[q]}
-    click.echo(f"{'d':>18}  {res.config['d']}", err=err)
+    ran = {"algorithm": config["algorithm"], "topology": W.describe(),
+           "problem": config["problem"], "noise": config["noise"],
+           "stepsize": config["stepsize"], "seed": config["seed"]}
+    ran |= {k: config[k] for k in ("local_steps", "topology_y", "dtype")
+            if config.get(k) not in (None, 1, "float64")}
+    for k, v in (ran | {"d": config["d"]}).items():
+        click.echo(f"{k:>18}  {v:.6g}" if isinstance(v, float) else f"{k:>18}  {v}", err=err)
     for k, v in summary.items():
         if v is None or k == "batch" or k.removeprefix("final_") in absent:
             continue  # batch: cells advanced together, one here

@@ -11,7 +11,7 @@ from .exits import user_errors
 @click.command("status")
 @click.argument("directory", metavar="DIR")
 @click.option("--failed", "show_failed", is_flag=True,
-              help="also list failed and diverged cells with their errors")
+              help="also list failed and diverged cells: the parameters that vary, the errors")
 @user_errors
 def status(directory, show_failed):
     """Counts of done / failed / running / queued / missing cells of the sweep DIR.
@@ -57,11 +57,25 @@ def status(directory, show_failed):
         lines.append(f"stale     {stale} cells claimed by dead sweeps (retaken on rerun)")
     click.echo("\n".join(lines))
     if show_failed:
-        bad = store.table("cells", ["id", "status", "error"],
-                          where={"status": ["failed", "diverged"]})
-        for row in bad.to_pylist():
-            apart = "" if row["id"] in grid else "  (not in grid.toml)"
-            click.echo(f"{row['id']}  {row['status']}  {row['error']}{apart}")
+        _list_failed(store, grid)
+
+
+def _list_failed(store, grid: set) -> None:
+    """A line per failed or diverged cell: id, status, the parameters that vary among the
+    cells of DIR (which of them it was), its error."""
+    import pyarrow.compute as pc
+
+    from ..params import PARAMS
+
+    every = store.table("cells", list(PARAMS))
+    varying = [k for k in PARAMS if pc.count_distinct(every[k], mode="all").as_py() > 1]
+    bad = store.table("cells", ["id", "status", "error", *varying],
+                      where={"status": ["failed", "diverged"]})
+    for row in bad.to_pylist():
+        what = " ".join(f"{k}={row[k]}" for k in varying if row[k] is not None)
+        apart = "" if row["id"] in grid else "  (not in grid.toml)"
+        click.echo(f"{row['id']}  {row['status']}  {what + '  ' if what else ''}"
+                   f"{row['error']}{apart}")
 
 
 @click.command("compact")

@@ -307,7 +307,7 @@ def test_a_sweep_with_diverged_cells_exits_3_after_finishing(tmp_path):
     assert sorted(cells["status"]) == ["diverged", "ok"]
     assert cells.loc[cells.status == "diverged", "error"].str.contains("exceeds").all()
     st = invoke("status", tmp_path / "g", "--failed")
-    assert st.exit_code == 0 and "diverged  loss_nodes" in st.output
+    assert st.exit_code == 0 and "diverged  stepsize=10.0  loss_nodes" in st.output
 
 
 def test_steps_zero_is_refused_and_one_default_everywhere():

@@ -183,8 +183,12 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
         fig = plots.curves(_read(store, "traces", where), y=y, hue=hue,
                            logx=bool(logx), logy=logy, sweep=shown, x=x or "step")
     else:
-        fig = plots.summary(_read(store, "cells", where), x=x, y=y, hue=hue,
-                            logx=logx, logy=logy, sweep=shown)
+        cells = _read(store, "cells", where)
+        fig = plots.summary(cells, x=x, y=y, hue=hue, logx=logx, logy=logy, sweep=shown)
+        bad = (cells["status"] != "ok").sum()
+        if bad:  # the summary draws ok cells only
+            click.echo(f"{bad} cells diverged or failed, left out (fastgt status "
+                       f"{directory} --failed lists them)")
     fmt = os.path.splitext(out)[1].lower().lstrip(".")
     write_file("--out", out, lambda name: fig.savefig(name, format=fmt, bbox_inches="tight"))
     click.echo(f"figure written to {out}")

@@ -362,6 +362,16 @@ def test_plot_where_takes_a_list_and_repeats_intersect(results, tmp_path, monkey
     assert res.exit_code == 2 and "no results to plot" in res.output
 
 
+def test_summary_title_counts_the_cells_it_does_not_draw(results):
+    from fastgt.analysis.plots import summary
+
+    cells, _ = load(results)
+    marked = cells.assign(status=["diverged", "failed", "failed"] + ["ok"] * (len(cells) - 3))
+    title = " ".join(summary(marked, x="n").axes[0].get_title().split())
+    assert title.endswith("; left out: 2 failed, 1 diverged"), title
+    assert "left out" not in summary(cells, x="n").axes[0].get_title()
+
+
 def test_plot_defaults_follow_the_values(results):
     """accuracy (a share) on a linear axis, other metrics on a log one; a few integer
     values as a legend in the summary's colours and order, not a colour bar; a long

@@ -308,6 +308,10 @@ def test_a_sweep_with_diverged_cells_exits_3_after_finishing(tmp_path):
     assert cells.loc[cells.status == "diverged", "error"].str.contains("exceeds").all()
     st = invoke("status", tmp_path / "g", "--failed")
     assert st.exit_code == 0 and "diverged  stepsize=10.0  loss_nodes" in st.output
+    drawn = invoke("plot", tmp_path / "g", "--x", "stepsize", "-o", tmp_path / "p.png")
+    assert drawn.exit_code == 0, drawn.output  # the diverged cell is not drawn: said so
+    assert f"1 cells diverged or failed, left out (fastgt status {tmp_path / 'g'} --failed" \
+        in drawn.output
 
 
 def test_steps_zero_is_refused_and_one_default_everywhere():

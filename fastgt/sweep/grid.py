@@ -301,6 +301,11 @@ def parse_spec(text: str, source: str = "<spec>", sets=(), params=()) -> GridSpe
             where = lines.get((None, top)) or lines.get(("table", top))
             raise FastGTError(f"{_location(source, where)}: unknown key {top!r}: allowed a "
                               "[run] table and [[grid]] tables")
+    both = ({_split_option("--set", o)[0] for o in sets}
+            & {_split_option("--param", o)[0] for o in params})
+    if both:  # which one wins would be silent
+        key = min(both)
+        raise FastGTError(f"{key} is given by both --set and --param: allowed one of them")
     for opt in sets:
         key, val = _split_option("--set", opt)
         spec.run[key] = _typed(key, literal(val), "run", spec, f"--set {opt}")

@@ -91,6 +91,13 @@ def test_set_and_param_override_the_file():
     assert [c.id for c in G.parse_spec(spec.to_toml()).cells()] == [c.id for c in cells]
 
 
+def test_a_parameter_given_by_both_set_and_param_is_refused():
+    """(--param won without a word.)"""
+    with pytest.raises(fastgt.FastGTError, match="^seed is given by both --set and --param: "
+                                                 "allowed one of them$"):
+        G.parse_spec(BASE, sets=["seed=0"], params=["seed=1,2"])
+
+
 def test_sigma2_of_its_default_passes_with_a_noise_that_adds_none():
     """Only a sigma2 that would be ignored is refused: the default, spelled out, is the
     same cell as leaving it out."""

@@ -59,18 +59,32 @@ def read_edges(path, param: str = "edges") -> np.ndarray:
         try:
             vals = [int(f) for f in fields]
         except ValueError:
-            if header_ok and not rows:
+            if header_ok and not rows and not _numbers(fields):  # words: a header
                 header_ok = False
                 continue
-            raise _problem(param, path, f"line {no}: {line.strip()!r} is not an edge: allowed "
-                           f"{EDGE_FORMATS}") from None
+            raise _not_an_edge(param, path, no, line, fields) from None
         if len(vals) != 2 or min(vals) < 0:
-            raise _problem(param, path, f"line {no}: {line.strip()!r} is not an edge: allowed "
-                           f"{EDGE_FORMATS}")
+            raise _not_an_edge(param, path, no, line, fields)
         rows.append(vals)
     if not rows:
         raise _problem(param, path, f"holds no edge: allowed {EDGE_FORMATS}")
     return np.array(rows, dtype=np.int64)
+
+
+def _numbers(fields: list[str]) -> bool:
+    try:
+        [float(f) for f in fields]
+    except ValueError:
+        return False
+    return True
+
+
+def _not_an_edge(param: str, path, no: int, line: str, fields: list[str]) -> FastGTError:
+    """The error of a line that is no edge (a third column: weights, which are not read)."""
+    third = (" (a third column: edge weights are not read, weights= computes them)"
+             if len(fields) > 2 and _numbers(fields) else "")
+    return _problem(param, path, f"line {no}: {line.strip()!r} is not an edge{third}: allowed "
+                    f"{EDGE_FORMATS}")
 
 
 def read_matrix(path, param: str = "matrix"):

@@ -486,6 +486,9 @@ def test_topologies_from_files(tmp_path, args):
     ("e.txt", "0 1\n1 2 3\n", "line 2: '1 2 3' is not an edge"),
     ("e.txt", "0 1\n1 x\n", "line 2: '1 x' is not an edge"),
     ("e.txt", "0 -1\n", "line 1: '0 -1' is not an edge"),
+    ("e.txt", "0 1 0.5\n1 2 0.5\n", ("line 1: '0 1 0.5' is not an edge (a third column: "
+                                    "edge weights are not read, weights= computes them)")),
+    ("e.txt", "0,1,2.5\n", "line 1: '0,1,2.5' is not an edge (a third column"),
     ("e.txt", "# nothing\n", "holds no edge"),
     ("missing.txt", None, "does not exist"),
 ])

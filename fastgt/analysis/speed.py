@@ -11,20 +11,24 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import FastGTError, check_float
+from ..errors import FastGTError, check_float, check_int
 from .stats import parameter_columns
 
 #: the costs a trace counts (fastgt.plots.TRACE_AXES): steps_to gives each at the target
 COSTS = ("step", "comm_rounds", "grad_evals")
 
 
-def steps_to(traces: pd.DataFrame, eps: float, metric: str = "loss_nodes") -> pd.DataFrame:
+def steps_to(traces: pd.DataFrame, eps: float, metric: str = "loss_nodes",
+             hold: int = 1) -> pd.DataFrame:
     """Per cell (``id``), the first record from which ``metric`` stays below ``eps`` to the
     end of the trace: ``steps_to``, and ``comm_rounds_to`` and ``grad_evals_to`` where the
-    trace counts them. NaN when the last record is not below eps (a NaN metric, a diverged
-    run, counts as not below). Resolution: the records (record_every). A trace without
-    ``id`` (one run's, ``fastgt.run(...).trace``) is one cell, of id "run"."""
+    trace counts them. NaN when fewer than ``hold`` records at the end are below eps (a
+    NaN metric, a diverged run, counts as not below): with noise, a plateau just above eps
+    has last records that dip below it by chance, and hold = 5 asks for five in a row.
+    Resolution: the records (record_every). A trace without ``id`` (one run's,
+    ``fastgt.run(...).trace``) is one cell, of id "run"."""
     eps = check_float("eps", eps, 0.0, lo_open=True)
+    hold = check_int("hold", hold, 1)
     if "id" not in traces.columns and "step" in traces.columns:
         traces = traces.assign(id="run")
     for col in ("id", "step", metric):
@@ -39,7 +43,7 @@ def steps_to(traces: pd.DataFrame, eps: float, metric: str = "loss_nodes") -> pd
     above = ~(df[metric] < eps)  # NaN is not below
     last_above = pos[above].groupby(df["id"][above]).max().reindex(begin.index)
     at = (last_above + 1).fillna(begin).astype(np.int64)  # first record of the final run below
-    reached = (at <= end).to_numpy()
+    reached = (end - at + 1 >= hold).to_numpy()
     rows = np.minimum(at.to_numpy(), len(df) - 1)
     out = pd.DataFrame({"id": begin.index})
     for c in costs:

@@ -314,6 +314,14 @@ def test_steps_to_is_the_first_record_of_the_final_run_below_eps():
         steps_to(tr, 0)
     one = steps_to(tr[tr["id"] == "a"].drop(columns="id"), 1e-2)  # one run's trace, no id
     assert one.to_dict("records") == [{"id": "run", "steps_to": 8.0, "comm_rounds_to": 4.0}]
+    # hold: how many records at the end must be below (a's last one alone is a chance dip)
+    held = steps_to(tr, 1e-2, hold=2).set_index("id")["steps_to"]
+    np.testing.assert_array_equal(held, [np.nan, 2, np.nan, np.nan])
+    np.testing.assert_array_equal(steps_to(tr, 1e-2, hold=4).set_index("id")["steps_to"],
+                                  [np.nan, 2, np.nan, np.nan])
+    assert steps_to(tr, 1e-2, hold=5)["steps_to"].isna().all()
+    with pytest.raises(fastgt.FastGTError, match="hold=0 is invalid"):
+        steps_to(tr, 1e-2, hold=0)
 
 
 def test_best_over_picks_each_configurations_fastest_complete_stepsize():

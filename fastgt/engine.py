@@ -385,6 +385,8 @@ def _summarize(records: np.ndarray, rec: _Recorder, loop_time: float, wall: floa
          "steps_per_s": rec.steps_done / loop_time if loop_time > 0 else math.nan,
          "threads": threads, "batch": batch}
     kept = records if grid is None else records[records[:, 0] % grid == 0]
+    if len(kept) < 2:  # the grid holds step 0 alone (steps < record_every): all of them
+        kept = records
     half = kept[len(kept) // 2:]
     for q, m in enumerate(M.METRICS, start=1):
         s[f"final_{m}"] = float(records[-1, q])

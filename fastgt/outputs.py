@@ -52,11 +52,14 @@ def _probe(option: str, shown: str, folder: str) -> None:
 def check_file(option: str, path, formats: tuple[str, ...] | None = None,
                bare: bool = False) -> None:
     """Raise FastGTError unless ``path`` can be written as a file (see the module doc):
-    with ``formats``, its suffix one of them (``bare``: or none, the first format)."""
+    with ``formats``, its suffix one of them (``bare``: or none, the first format; a suffix
+    without letters, as in trace_gamma0.01, is none)."""
     shown = repr(os.fspath(path))
     local = _local(path)
     if formats is not None:
         suffix = os.path.splitext(local)[1].lower().lstrip(".")
+        if bare and not suffix.isalpha():  # trace_gamma0.01: a number, not a format
+            suffix = ""
         if suffix not in formats and (suffix or not bare):
             raise FastGTError(f"{option} {shown} has an unknown format "
                               f"{'.' + suffix if suffix else '(no suffix)'}: allowed "

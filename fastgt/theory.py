@@ -26,12 +26,13 @@ modes: O(n) once the eigenvalues are known. Rates and stability only need lambda
 lambda_n, which ``W.spectrum()`` gives at any n.
 
 Public: ``stationary``, ``rate``, ``max_stepsize``, ``stable_stepsizes``, ``eigenvalues``,
-``theory_columns``, ``unsupported``, ``unstable_message``, ``where_stable``, ``mode_variances``,
-``mode_radius``.
+``theory_columns``, ``unsupported``, ``unstable_message``, ``where_stable``, ``is_stable``,
+``stable_set``, ``mode_variances``, ``mode_radius``.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 import weakref
@@ -223,57 +224,56 @@ def _mode_pairs(W, algorithm: str, local_steps: int, Wy):
 
 def max_stepsize(W, algorithm: str, problem="quadratic", local_steps: int = 1,
                  topology_y=None) -> float:
-    """Supremum of the stable stepsizes (``rate`` < 1 for every stepsize below it).
+    """Where the stable stepsizes that begin at 0 end (``rate`` < 1 for every stepsize
+    below it; larger ones may be stable again: ``stable_stepsizes``); 0 when the smallest
+    are unstable.
 
     Closed form (Jury criterion per mode, docs/theory.md): D-SGD and centralized 2 / a; GT
     min(2, c / |lambda_n|) / a when lambda_n < 0 (c = 1 - lambda_n^2), else 2 / a. D²,
     EXTRA, ATC-GT, and any algorithm with local steps or topology_y: the first unstable
     stepsize of a grid of 256 below 2 / a (the mean mode's bound), refined by bisection to
     1e-12 relative on the radius of their modes (``_modes``); 0 when even the smallest is
-    unstable (D² with lambda_n < -1/3, or with local steps, EXTRA with many local steps:
-    larger stepsizes may still be stable, ``stable_stepsizes`` says which).
+    unstable (D² with lambda_n < -1/3, or with local steps, EXTRA with many local steps).
     """
-    a, closed, stable = _stability(W, algorithm, problem, local_steps, topology_y)
-    if closed is not None:
-        return closed
-    grid = (2.0 / a) * np.arange(1, GRID + 1) / GRID
-    bad = [g for g in grid if not stable(g * (1 - 1e-12))]
-    if not bad:
-        return 2.0 / a
-    hi = bad[0]
-    lo = hi - grid[0]
-    if lo == 0.0 and not stable(1e-9 * hi):
-        return 0.0
-    return _edge(stable, lo, hi)
+    return stable_set(W, algorithm, problem, local_steps, topology_y)[0]
 
 
 def stable_stepsizes(W, algorithm: str, problem="quadratic", local_steps: int = 1,
                      topology_y=None) -> list[tuple[float, float]]:
     """The stable stepsizes (``rate`` < 1) as open intervals (lo, hi), in increasing
-    order: (0, max_stepsize) where the closed forms apply; else the runs of stable points
-    of max_stepsize's grid of 256 below 2 / a, each edge refined by bisection to 1e-12
-    relative (lo = 0 where the smallest stepsizes are stable; a window narrower than the
-    grid's spacing can be missed). D² with lambda_n < -1/3, for one, is unstable at small
-    stepsizes and stable at large ones on the quadratic problems; [] if none is stable."""
+    order: (0, max_stepsize) where the closed forms apply; else (0, max_stepsize) if it is
+    not 0 and the later runs of stable points of max_stepsize's grid of 256 below 2 / a,
+    each edge refined by bisection to 1e-12 relative (a window narrower than the grid's
+    spacing beyond the first can be missed). D² with lambda_n < -1/3, for one, is unstable
+    at small stepsizes and stable at large ones on the quadratic problems; [] if none is
+    stable."""
+    return stable_set(W, algorithm, problem, local_steps, topology_y)[1]
+
+
+def stable_set(W, algorithm: str, problem="quadratic", local_steps: int = 1,
+               topology_y=None) -> tuple[float, list[tuple[float, float]]]:
+    """(max_stepsize, stable_stepsizes) from one scan of the grid."""
     a, closed, stable = _stability(W, algorithm, problem, local_steps, topology_y)
     if closed is not None:
-        return [(0.0, closed)]
+        return closed, [(0.0, closed)]
     grid = (2.0 / a) * np.arange(1, GRID + 1) / GRID
     ok = [stable(g * (1 - 1e-12)) for g in grid]
-    out = []
-    for i, good in enumerate(ok):
-        if not good or (i and ok[i - 1]):
-            continue  # not the first point of a run
+    if all(ok):
+        return 2.0 / a, [(0.0, 2.0 / a)]
+    first = ok.index(False)
+    hi = grid[first]
+    lo = hi - grid[0]
+    top = 0.0 if lo == 0.0 and not stable(1e-9 * hi) else _edge(stable, lo, hi)
+    out = [(0.0, float(top))] if top > 0.0 else []
+    for i in range(first + 1, GRID):
+        if not ok[i] or ok[i - 1]:
+            continue  # not the first point of a later run
         j = i
         while j + 1 < GRID and ok[j + 1]:
             j += 1
-        if i == 0 and stable(1e-9 * grid[0]):
-            lo = 0.0
-        else:
-            lo = _edge(stable, grid[i], grid[i - 1] if i else 0.0)
-        hi = 2.0 / a if j == GRID - 1 else _edge(stable, grid[j], grid[j + 1])
-        out.append((float(lo), float(hi)))
-    return out
+        out.append((_edge(stable, grid[i], grid[i - 1]),
+                    2.0 / a if j == GRID - 1 else _edge(stable, grid[j], grid[j + 1])))
+    return float(top), out
 
 
 #: stepsizes tried below 2 / a where stability has no closed form
@@ -348,31 +348,40 @@ def rate(W, algorithm: str, stepsize: float, problem="quadratic", local_steps: i
 
 
 def unstable_message(W, algorithm: str, stepsize: float, problem="quadratic",
-                     local_steps: int = 1, topology_y=None) -> str:
-    """What to say of an unstable stepsize (``rate`` >= 1)."""
+                     local_steps: int = 1, topology_y=None, known=None) -> str:
+    """What to say of an unstable stepsize; ``known``: stable_set's result, if computed."""
     head = (f"stepsize={stepsize:g} is unstable for {algorithm} on {W.describe()}: the "
             "iterates diverge (infinite floors); ")
-    return head + where_stable(W, algorithm, problem, local_steps, topology_y)
+    return head + where_stable(W, algorithm, problem, local_steps, topology_y, known)
 
 
 def where_stable(W, algorithm: str, problem="quadratic", local_steps: int = 1,
-                 topology_y=None) -> str:
-    """Which stepsizes are stable, in words: below max_stepsize, or the windows of
-    stable_stepsizes where the smallest stepsizes are not."""
-    top = max_stepsize(W, algorithm, problem, local_steps, topology_y)
-    if top > 0.0:
+                 topology_y=None, known=None) -> str:
+    """Which stepsizes are stable, in words: below max_stepsize when they are one window
+    from 0, else the windows of stable_stepsizes. ``known``: stable_set's result."""
+    top, found = known or stable_set(W, algorithm, problem, local_steps, topology_y)
+    if found == [(0.0, top)]:
         return (f"the largest stable stepsize is {top:.6g} (theory.max_stepsize; every "
                 "stepsize below it is stable)")
-    found = stable_stepsizes(W, algorithm, problem, local_steps, topology_y)
     if not found:
         return "no stepsize is stable with these settings (theory.stable_stepsizes)"
-    return (f"small stepsizes are unstable here; stable: {_windows(found)} "
-            "(theory.stable_stepsizes)")
+    small = "" if found[0][0] == 0.0 else "small stepsizes are unstable here; "
+    digits = 6  # more where a narrow unstable gap would read as none (0.5 and 0.5)
+    while digits < 17 and any(f"{a:.{digits}g}" == f"{b:.{digits}g}"
+                              for (_, a), (b, _) in itertools.pairwise(found)):
+        digits += 2
+    windows = " or ".join(f"between {lo:.{digits}g} and {hi:.{digits}g}" for lo, hi in found)
+    return f"{small}stable: {windows} (theory.stable_stepsizes)"
 
 
-def _windows(intervals) -> str:
-    """Stable stepsize intervals as text: "between 0.2929 and 1", "... or ..."."""
-    return " or ".join(f"between {lo:.6g} and {hi:.6g}" for lo, hi in intervals)
+def is_stable(W, algorithm: str, stepsize: float, problem="quadratic", local_steps: int = 1,
+              topology_y=None) -> bool:
+    """Whether the noiseless iteration contracts: stepsize < max_stepsize where a closed
+    form gives it (GT and D-SGD without relaxations: exact where the rate rounds
+    to 1 a few ulps below it), else ``rate`` < 1."""
+    if algorithm in CLOSED and not _relaxed(local_steps, topology_y):
+        return stepsize < max_stepsize(W, algorithm, problem)
+    return rate(W, algorithm, stepsize, problem, local_steps, topology_y) < 1.0
 
 
 def unsupported(algorithm: str, problem) -> str | None:
@@ -414,11 +423,7 @@ def stationary(W, algorithm: str, stepsize: float, sigma2: float = 1.0, problem=
     sigma2 = check_float("sigma2", sigma2, 0.0)
     d = check_int("d", d, 1)
     local_steps = check_int("local_steps", local_steps, 1)
-    relaxed = _relaxed(local_steps, topology_y)
-    unstable = (stepsize >= max_stepsize(W, algorithm, problem)
-                if algorithm in CLOSED and not relaxed
-                else rate(W, algorithm, stepsize, problem, local_steps, topology_y) >= 1.0)
-    if unstable:
+    if not is_stable(W, algorithm, stepsize, problem, local_steps, topology_y):
         warnings.warn(unstable_message(W, algorithm, stepsize, problem, local_steps,
                                        topology_y), FastGTWarning, stacklevel=2)
         return _constant(algorithm, math.inf)

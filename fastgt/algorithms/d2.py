@@ -130,9 +130,10 @@ def check(W, local_steps):
     diverges on the time-varying topologies, and with local steps, where a step with W = I
     leaves a unit root: small stepsizes are unstable, docs/theory.md)."""
     if local_steps > 1:
-        return (f"d2 with local_steps={local_steps} is unstable at small stepsizes (a step "
-                "with W = I leaves its correction a unit root; theory.stable_stepsizes gives "
-                "the stable ones); allowed: local_steps=1")
+        return (f"d2 with local_steps={local_steps} is unstable at small stepsizes and, "
+                "where curvatures spread, at all (a step with W = I leaves its correction a "
+                "unit root; theory.stable_stepsizes gives the quadratic problems' stable "
+                "ones); allowed: local_steps=1")
     if not W.static:
         return (f"d2 needs a static W (its correction assumes W(t) = W(t-1)), not the "
                 f"time-varying {W.name}; allowed: a static topology")

@@ -89,8 +89,8 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
         title = f"mean over seeds; {error_bars(agg[f'{y}_count'], level)}"
     if unset:
         title += f"; {unset} cells without {x} left out"
-    bad = cells["status"].value_counts().drop("ok", errors="ignore") if "status" in cells \
-        else pd.Series(dtype=int)
+    bad = (cells["status"].value_counts().drop("ok", errors="ignore") if "status" in cells
+           else pd.Series(dtype=int))  # of the cells with x, as the terminal's count
     if len(bad):  # aggregate keeps the ok cells: say which others are not drawn
         title += "; left out: " + ", ".join(f"{n} {s}" for s, n in bad.items())
     ax.set_title(_title(sweep, run, title), fontsize=9)

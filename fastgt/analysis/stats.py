@@ -80,9 +80,10 @@ def plateau_checks(cells: pd.DataFrame, traces: pd.DataFrame, metric: str = "los
                    ) -> pd.DataFrame:
     """Whether each cell's plateau of ``metric`` was measured at stationarity.
 
-    cells: rows with ``id``, ``steps``, ``theory_rate``; traces: ``id``, ``step``, ``metric``.
-    A plateau is the mean of the last half of a cell's records (fastgt.run), the window
-    starting at step t0. Two checks (derivation: docs/paper.md, "Stationary plateaus"):
+    cells: rows with ``id``, ``steps``, ``theory_rate`` (and ``local_steps``,
+    ``record_every``); traces: ``id``, ``step``, ``metric``. A plateau is the mean of the
+    last half of a cell's records (fastgt.run; with local steps, of those every
+    record_every steps), the window starting at step t0. Two checks (derivation: docs/paper.md, "Stationary plateaus"):
 
     - time constants: the noiseless error decays like r^t, r = theory_rate, its second
       moment like r^(2t) <= exp(-2 t (1 - r)); elapsed = t0 (1 - r) must reach
@@ -97,12 +98,24 @@ def plateau_checks(cells: pd.DataFrame, traces: pd.DataFrame, metric: str = "los
     ``transient`` (bool) and ``reason`` ("" for stationary cells).
     """
     by_id = {k: g.sort_values("step") for k, g in traces.groupby("id", sort=False)}
+    cols = ["id", "steps", "theory_rate"] + [k for k in ("local_steps", "record_every")
+                                             if k in cells.columns]
     rows = [{"id": c["id"], **_stationarity(int(c["steps"]), float(c["theory_rate"]),
-                                            by_id.get(c["id"]), metric)}
-            for c in cells[["id", "steps", "theory_rate"]].to_dict("records")]
+                                            _plateau_records(by_id.get(c["id"]), c), metric)}
+            for c in cells[cols].to_dict("records")]
     return pd.DataFrame(rows, columns=["id", "time_constant", "window_start", "elapsed",
                                        "half1", "half2", "halves_t", "halves_limit",
                                        "transient", "reason"]).set_index("id")
+
+
+def _plateau_records(trace, cell: dict):
+    """The records a plateau averages (engine._summarize): with local steps, those every
+    record_every steps, if two or more."""
+    k, every = cell.get("local_steps"), cell.get("record_every")
+    if trace is None or pd.isna(k) or k <= 1 or pd.isna(every):
+        return trace
+    on = trace[trace["step"] % every == 0]
+    return on if len(on) >= 2 else trace
 
 
 def _stationarity(steps: int, rate: float, trace, metric: str) -> dict:

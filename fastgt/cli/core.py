@@ -114,16 +114,19 @@ def run_cmd(threads, out, quiet, **kw):
     res = run(topology=W, problem=prob, threads=threads, progress=progress, **kw)
     if bar is not None:
         bar.close()
-    closed = None
-    try:
+    closed = None  # | head left (the trace's or the summary's reader): a divergence is
+    try:  # still said, exit 3
         if out:  # before the summary: a pipe closed early (| head) must not lose the file
             _write_trace(res, out)
+    except BrokenPipeError as err:  # --out -: standard output
+        closed = err
+        _discard_stdout()
     finally:
         try:
             _print_summary(res, W, err=out == "-")
             if out and out != "-":
                 click.echo(f"trace written to {out}")
-        except BrokenPipeError as err:  # | head left: a divergence is still said, exit 3
+        except BrokenPipeError as err:
             closed = err
             _discard_stdout()
     s = res.summary

@@ -185,10 +185,10 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
     else:
         cells = _read(store, "cells", where)
         fig = plots.summary(cells, x=x, y=y, hue=hue, logx=logx, logy=logy, sweep=shown)
-        bad = (cells["status"] != "ok").sum()
-        if bad:  # the summary draws ok cells only
-            click.echo(f"{bad} cells diverged or failed, left out (fastgt status "
-                       f"{directory} --failed lists them)")
+        bad = int(((cells["status"] != "ok") & cells[x].notna()).sum())
+        if bad:  # the summary draws ok cells only (and says so of cells without x)
+            click.echo(f"{bad} {'cell' if bad == 1 else 'cells'} diverged or failed, left "
+                       f"out (fastgt status {directory} --failed lists them)")
     fmt = os.path.splitext(out)[1].lower().lstrip(".")
     write_file("--out", out, lambda name: fig.savefig(name, format=fmt, bbox_inches="tight"))
     click.echo(f"figure written to {out}")

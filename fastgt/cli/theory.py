@@ -33,21 +33,15 @@ def theory_cmd(algorithm, topology, problem, noise, sigma2, d, stepsize, local_s
     """Exact stationary metrics (t -> infinity), linear rate and largest stable stepsize.
 
     Quadratic problems only: no simulation, O(n) once the eigenvalues are known. Exit code 3
-    when the stepsize is unstable (rate >= 1: the iterates diverge; stable stepsizes begin
-    at 0 and end at max_stepsize, except where small ones are unstable: stable_stepsizes).
+    when the stepsize is unstable (the iterates diverge). max_stepsize: where the stable
+    stepsizes that begin at 0 end (0 if small ones are unstable); stable_stepsizes: all of
+    them, as intervals.
     Example: fastgt theory --topology ring --n 300 --self-weight 0.1 --stepsize 0.01
     """
     from ..engine import checked_topology_y
     from ..errors import check_float
     from ..flat import flat_topology, table_topology
-    from ..theory import (
-        max_stepsize,
-        rate,
-        stable_stepsizes,
-        stationary,
-        unstable_message,
-        unsupported,
-    )
+    from ..theory import is_stable, rate, stable_set, stationary, unstable_message, unsupported
 
     W = flat_topology(topology, topo_params(kw))
     stepsize = check_float("stepsize", stepsize, 0.0, lo_open=True)
@@ -58,20 +52,17 @@ def theory_cmd(algorithm, topology, problem, noise, sigma2, d, stepsize, local_s
         Wy = checked_topology_y(table_topology(topology_y), ALGORITHMS[algorithm], W.n)
     relax = {"local_steps": local_steps, "topology_y": Wy}
     sp = W.spectrum()
-    top = max_stepsize(W, algorithm, problem, **relax)
-    speed = rate(W, algorithm, stepsize, problem, **relax)
-    stable = speed < 1.0  # stable stepsizes need not begin at 0 (D² with lambda_n < -1/3)
+    top, windows = stable_set(W, algorithm, problem, **relax)
+    stable = is_stable(W, algorithm, stepsize, problem, **relax)  # as stationary judges it
     out = {"algorithm": algorithm, "topology": W.name, **W.params, "n": W.n,
            **({"local_steps": local_steps} if local_steps != 1 else {}),
            **({"topology_y": Wy.describe()} if Wy is not None else {}),
            "problem": problem, "noise": noise, "sigma2": sigma2, "d": d, "stepsize": stepsize,
            "lambda2": sp.lambda2, "lambda_n": sp.lambda_n, "p": sp.p, "c": sp.c,
-           "max_stepsize": top,
-           "stable_stepsizes": [list(w) for w in
-                                stable_stepsizes(W, algorithm, problem, **relax)],
+           "max_stepsize": top, "stable_stepsizes": [list(w) for w in windows],
            "stable": stable}
     if stable:
-        out["rate"] = speed
+        out["rate"] = rate(W, algorithm, stepsize, problem, **relax)
         reason = unsupported(algorithm, problem)
         if reason:
             out["stationary"] = f"not covered: {reason}"
@@ -86,7 +77,8 @@ def theory_cmd(algorithm, topology, problem, noise, sigma2, d, stepsize, local_s
                 v = " or ".join(f"({lo:.12g}, {hi:.12g})" for lo, hi in v) or "none"
             click.echo(f"{k:>16}  {v:.12g}" if isinstance(v, float) else f"{k:>16}  {v}")
     if not stable:
-        raise ResultError(unstable_message(W, algorithm, stepsize, problem, **relax))
+        raise ResultError(unstable_message(W, algorithm, stepsize, problem, **relax,
+                                           known=(top, windows)))
 
 
 COMMANDS = [theory_cmd]

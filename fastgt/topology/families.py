@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import FastGTError, bad, check_float, check_int
 from .files import is_path, read_edges, read_matrix
-from .mixing import MixingMatrix
+from .mixing import MixingMatrix, check_entries
 from .weights import from_edge_list
 
 
@@ -213,9 +213,11 @@ def from_edges(edges, n: int | None = None, weights: str = "metropolis") -> Mixi
 
 def from_matrix(W) -> MixingMatrix:
     """A user mixing matrix (dense or scipy sparse, or the path of a .npy, .npz or .mtx file:
-    fastgt.topology.files.read_matrix), as is: validated by fastgt.topology, or as a step of
-    a cycle (which need not be connected)."""
-    return MixingMatrix.from_matrix(read_matrix(W) if is_path(W) else W, check=False)
+    fastgt.topology.files.read_matrix), as is: its entries checked here (lazy=True would
+    hide negative ones), the rest by fastgt.topology, or as a step of a cycle (which need
+    not be connected)."""
+    return check_entries(MixingMatrix.from_matrix(read_matrix(W) if is_path(W) else W,
+                                                  check=False))
 
 
 #: the static families (topology/__init__.py: FAMILIES adds the time-varying ones)

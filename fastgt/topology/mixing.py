@@ -147,15 +147,10 @@ class MixingMatrix:
                                         params=params, structure=self.structure)
 
 
-def validate(mm: MixingMatrix) -> MixingMatrix:
-    """Raise FastGTError unless W is a valid mixing matrix with p > 0
-    (DegenerateGraphError when only p = 0 is at fault: a disconnected or bipartite graph).
-
-    A W with a ``structure`` (built by a circulant or hypercube family: symmetric by
-    construction) has p > 0 checked exactly on its closed-form spectrum, in O(n log n)
-    and without scipy; any other W is checked for symmetry, then its graph for
-    connectedness and bipartiteness.
-    """
+def check_entries(mm: MixingMatrix) -> MixingMatrix:
+    """Raise FastGTError unless W's entries may be a mixing matrix's: n >= 2, indices in
+    range, weights finite and nonnegative (what (W + I) / 2 would hide: a lazy user matrix
+    is checked before)."""
     n = mm.n
     if n < 2:
         raise FastGTError(f"n={n} is invalid: allowed an integer >= 2 (number of nodes)")
@@ -167,6 +162,19 @@ def validate(mm: MixingMatrix) -> MixingMatrix:
         raise FastGTError(f"mean_weight={mm.mean_weight!r} is invalid: allowed a number in [0, 1]")
     if np.any(mm.weights < -TOL) or mm.mean_weight < 0:
         raise FastGTError("W must be nonnegative: found negative weights")
+    return mm
+
+
+def validate(mm: MixingMatrix) -> MixingMatrix:
+    """Raise FastGTError unless W is a valid mixing matrix with p > 0
+    (DegenerateGraphError when only p = 0 is at fault: a disconnected or bipartite graph).
+
+    A W with a ``structure`` (built by a circulant or hypercube family: symmetric by
+    construction) has p > 0 checked exactly on its closed-form spectrum, in O(n log n)
+    and without scipy; any other W is checked for symmetry, then its graph for
+    connectedness and bipartiteness.
+    """
+    n = check_entries(mm).n
     if mm.structure is None:
         A = mm.sparse_part()
         asym = abs(A - A.T)
@@ -199,8 +207,9 @@ def validate(mm: MixingMatrix) -> MixingMatrix:
 
 def _disconnected(mm: MixingMatrix, what: str) -> str:
     """The refusal of a disconnected graph, with the remedy of a random family's."""
-    remedy = {"erdos_renyi": " (raise prob or pick another seed)",
-              "geometric": " (raise radius or pick another seed)"}.get(mm.name, "")
+    seed = "another seed: graph_seed in grid files and the shell"
+    remedy = {"erdos_renyi": f" (raise prob, or {seed})",
+              "geometric": f" (raise radius, or {seed})"}.get(mm.name, "")
     return f"graph is disconnected ({what}): p = 0; allowed only connected graphs{remedy}"
 BIPARTITE = ("W has eigenvalue -1 (bipartite graph with zero self-weights): p = 0; "
              "allowed only W with lambda_n > -1 (use lazy=True or a positive self_weight)")

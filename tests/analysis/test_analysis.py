@@ -88,6 +88,23 @@ def test_plateau_checks_time_constants_and_halves():
     assert math.isnan(got.loc["unknown", "elapsed"])
 
 
+def test_plateau_checks_take_the_plateaus_records_with_local_steps():
+    """With local steps the window is that of the records every record_every steps, as
+    the plateau's (engine): a last record off that grid, on another phase, is left out."""
+    rng = np.random.default_rng(6)
+    steps = np.r_[np.arange(0, 2000, 20), 2005]  # the last step off the grid of 20
+    values = 1 + 0.01 * rng.standard_normal(len(steps))
+    values[-1] = 50.0  # another phase of the period: far off
+    traces = pd.DataFrame({"id": "c", "step": steps, "consensus": values})
+    cells = pd.DataFrame({"id": ["c"], "steps": [2005], "theory_rate": [0.5],
+                          "local_steps": [5], "record_every": [20]})
+    got = plateau_checks(cells, traces, "consensus")
+    assert got.loc["c", "half2"] == pytest.approx(values[75:100].mean())
+    assert not got.loc["c", "transient"]
+    plain = plateau_checks(cells.assign(local_steps=1), traces, "consensus")
+    assert plain.loc["c", "half2"] > 2  # without local steps every record counts
+
+
 def test_loglog_slope_recovers_power_laws():
     x = np.array([1.0, 2.0, 5.0, 10.0, 100.0])
     df = pd.DataFrame({"x": np.concatenate([x, x]), "y": np.concatenate([3 * x**-1.5, 0.5 * x**2]),

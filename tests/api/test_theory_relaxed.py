@@ -3,7 +3,9 @@ mixing for y (topology_y), against (a) brute-force covariances of the full n-nod
 written here from the update equations without the mode split, and (b) simulations
 (plateau means over seeds, tolerance from their standard error)."""
 
+import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -182,13 +184,16 @@ def test_d2_with_local_steps_is_unstable_at_small_stepsizes_refused_and_diverges
     (fastgt.topology("ring", n=16), "extra", 2),
     (fastgt.topology("ring", n=8, self_weight=0.05), "gt", 1),
     (fastgt.topology("torus", rows=3, cols=4), "gt_atc", 3),
+    (fastgt.topology("ring", n=15, self_weight=0.0), "gt_atc", 1),  # ends before the grid
+    (fastgt.topology("ring", n=15, self_weight=0.0), "gt_atc", 2),  # and a second window
+    (fastgt.topology("ring", n=16), "gt", 3),  # a narrow unstable gap at 0.5
 ])
 def test_stable_stepsizes_are_where_the_rate_is_below_one(W, algorithm, local):
     """On a fine grid of stepsizes below 2 / a, rate < 1 exactly inside the intervals (up
     to 1e-9 of an edge), and the rate crosses 1 at each edge but 0 and 2 / a."""
     found = theory.stable_stepsizes(W, algorithm, local_steps=local)
     assert found
-    for g in np.linspace(1e-4, 1.0, 1500, endpoint=False):
+    for g in np.linspace(1e-4, 1.0, 1500, endpoint=False).tolist() + [found[0][1] / 2]:
         inside = any(lo < g < hi for lo, hi in found)
         if all(min(abs(g - lo), abs(g - hi)) > 1e-9 for lo, hi in found):
             assert (theory.rate(W, algorithm, g, local_steps=local) < 1) == inside, g
@@ -200,6 +205,11 @@ def test_stable_stepsizes_are_where_the_rate_is_below_one(W, algorithm, local):
                 assert (below < 1) != (above < 1), (edge, below, above)
     top = theory.max_stepsize(W, algorithm, local_steps=local)
     assert top == (found[0][1] if found[0][0] == 0 else 0.0)
+    said = theory.where_stable(W, algorithm, local_steps=local)
+    if len(found) > 1:  # not "the largest stable stepsize": there is more beyond it
+        assert said.startswith("stable: between 0 and ") and " or between " in said, said
+        edges = re.findall(r"between (\S+) and (\S+)", said)
+        assert all(hi != lo for (_, hi), (lo, _) in itertools.pairwise(edges)), said
 
 
 def _steps(W, algorithm, gamma, **relax):
@@ -261,3 +271,5 @@ def test_a_last_record_off_the_grid_is_left_out_of_a_periodic_plateau():
     on_grid = res.trace[res.trace["step"] % 9 == 0]
     half = on_grid["loss_nodes"].iloc[len(on_grid) // 2:]
     assert res.summary["loss_nodes"] == half.mean()
+    short = fastgt.run(**(kw | {"record_every": 100}), steps=50).summary  # grid: step 0 only
+    assert short["loss_nodes"] == short["final_loss_nodes"]  # the last record, not step 0's

@@ -159,21 +159,27 @@ def test_run_out_csv_by_suffix_and_to_standard_output(tmp_path):
     assert "loss_nodes" in proc.stderr and not (tmp_path / "-").exists()
     one_error(invoke("run", *TINY, "--out", tmp_path / "t.txt"), 2,
               "--out", "unknown format .txt: allowed .parquet, .pq, .csv (no suffix: parquet)")
-    assert invoke("run", *TINY, "--out", tmp_path / "bare").exit_code == 0
-    assert len(pd.read_parquet(tmp_path / "bare")) == 5
+    for bare in ("bare", "trace_gamma0.01"):  # no suffix, or a number's: Parquet
+        assert invoke("run", *TINY, "--out", tmp_path / bare).exit_code == 0
+        assert len(pd.read_parquet(tmp_path / bare)) == 5
 
 
 def test_a_diverged_run_with_a_closed_pipe_still_exits_3_and_says_so():
     """`fastgt run ... | head -0` of a run that diverges: its exit code and message are the
-    divergence's (they were lost to the closed pipe's exit 1 in half the runs)."""
-    proc = subprocess.Popen([sys.executable, "-c", "from fastgt.cli import main; main()", "run",
-                             *TINY[:4], "--steps", "500", "--stepsize", "10", "--quiet"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc.stdout.close()
-    err = [line for line in proc.stderr.read().splitlines()
-           if not line.startswith("fastgt: compiling")]
-    assert proc.wait(timeout=120) == 3, err
-    assert len(err) == 1 and "diverged at step" in err[0] and "Traceback" not in err[0], err
+    divergence's (they were lost to the closed pipe's exit 1 in half the runs), and so with
+    the trace on standard output (--out -: the summary goes to standard error then)."""
+    for extra in ([], ["--out", "-"]):
+        proc = subprocess.Popen([sys.executable, "-c", "from fastgt.cli import main; main()",
+                                 "run", *TINY[:4], "--steps", "500", "--record-every", "1",
+                                 "--stepsize", "10", "--quiet", *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc.stdout.close()
+        err = [line for line in proc.stderr.read().splitlines()
+               if not line.startswith("fastgt: compiling")]
+        assert proc.wait(timeout=120) == 3, err
+        errors = [line for line in err if line.startswith("Error:")]
+        assert len(errors) == 1 and "diverged at step" in errors[0], err
+        assert not any("Traceback" in line for line in err), err
 
 
 def test_run_summary_leaves_out_metrics_that_do_not_apply():
@@ -310,7 +316,7 @@ def test_a_sweep_with_diverged_cells_exits_3_after_finishing(tmp_path):
     assert st.exit_code == 0 and "diverged  stepsize=10.0  loss_nodes" in st.output
     drawn = invoke("plot", tmp_path / "g", "--x", "stepsize", "-o", tmp_path / "p.png")
     assert drawn.exit_code == 0, drawn.output  # the diverged cell is not drawn: said so
-    assert f"1 cells diverged or failed, left out (fastgt status {tmp_path / 'g'} --failed" \
+    assert f"1 cell diverged or failed, left out (fastgt status {tmp_path / 'g'} --failed" \
         in drawn.output
 
 

@@ -226,6 +226,13 @@ def test_cycle_steps_from_matrix_files_need_not_be_connected(tmp_path):
     with pytest.raises(DegenerateGraphError) as err:
         fastgt.topology("from_matrix", W=str(paths[0]))
     assert str(err.value).endswith("allowed only connected graphs"), err.value
+    negative = np.full((3, 3), 0.6) - 0.8 * np.eye(3)  # rows sum to 1, diagonal -0.2
+    for lazy in (False, True):  # (W + I) / 2 would look like a mixing matrix
+        with pytest.raises(fastgt.FastGTError, match="W must be nonnegative"):
+            fastgt.topology("from_matrix", W=negative, lazy=lazy)
+        with pytest.raises(fastgt.FastGTError, match="W must be nonnegative"):
+            fastgt.topology("cycle", matrices=[{"topology": "from_matrix",
+                                                "matrix": negative.tolist(), "lazy": lazy}])
 
 
 def test_a_time_varying_spectrum_takes_no_eigensolver():

@@ -54,12 +54,14 @@ def padded(M: np.ndarray, dp: int, dtype=np.float64) -> np.ndarray:
     return out
 
 
-def gradient_rows(batch, *lead: int, at: int = 512) -> np.ndarray:
-    """The last gradients G, (C, *lead, rows, dp), for an algorithm that keeps them; no rows,
-    (C, *lead, 0, dp), when its kernels recompute g_i(t) from x_i(t) and step t's draw
-    instead (diagonal quadratics without gaussian noise, problems.quadratic.previous_row: the
-    same bits, one array less to stream per step)."""
-    if batch.oracle.kind == GAUSSIAN or not batch.problem.kernels.diagonal:
+def gradient_rows(batch, *lead: int, recomputes: bool, at: int = 512) -> np.ndarray:
+    """The last gradients G, (C, *lead, rows, dp), for an algorithm that keeps them. With
+    ``recomputes`` (its kernels read G(t) through problems.quadratic.previous_row, as GT's,
+    D²'s and EXTRA's do), no rows, (C, *lead, 0, dp), where that recomputes g_i(t) from
+    x_i(t) and step t's draw instead (diagonal quadratics without gaussian noise: the same
+    bits, one array less to stream per step). An algorithm whose kernels index G's rows
+    must say False: with no rows they would write outside the array."""
+    if not recomputes or batch.oracle.kind == GAUSSIAN or not batch.problem.kernels.diagonal:
         return batch.new_rows(batch.C, *lead, at=at)
     return aligned((batch.C, *lead, 0, batch.dp), dtype=batch.dtype)
 

@@ -97,7 +97,8 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
 
 
 def alloc(batch):
-    return batch.new_rows(batch.C, 2), gradient_rows(batch, 1), batch.new_rows(batch.C, at=1024)
+    return (batch.new_rows(batch.C, 2), gradient_rows(batch, 1, recomputes=True),
+            batch.new_rows(batch.C, at=1024))
 
 
 def init(batch):

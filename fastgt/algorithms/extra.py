@@ -94,7 +94,7 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
 
 def alloc(batch):
     return batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 1, at=512), \
-        gradient_rows(batch, at=1024)
+        gradient_rows(batch, recomputes=True, at=1024)
 
 
 def init(batch):

@@ -125,7 +125,8 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
 
 
 def alloc(batch: Batch) -> tuple:
-    return batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 2, at=1024), gradient_rows(batch)
+    return (batch.new_rows(batch.C, 2), batch.new_rows(batch.C, 2, at=1024),
+            gradient_rows(batch, recomputes=True))
 
 
 def init(batch: Batch) -> tuple:

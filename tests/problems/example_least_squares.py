@@ -6,13 +6,13 @@ checks it).
 
 Node i holds m_i = ``samples`` rows (A_i, b_i), drawn from the problem's seed: a_ij ~ N(0, I),
 b_ij = a_ij^T x_i + N(0, 0.25) with x_i = x_0 + N(0, I) (each node its own planted point).
-Its stochastic gradient is the gradient on ``batch_size`` of its rows drawn with replacement
-from the node's counter-based stream (0: all of them, the exact gradient), plus the run's
-additive noise, if any.
+Under noise="minibatch" its stochastic gradient is the gradient on ``batch_size`` of its rows
+drawn with replacement from the node's counter-based stream; under the other noises, on all
+of them (the exact gradient) plus the run's additive noise, if any.
 """
 
 from collections import namedtuple
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numba import njit
@@ -21,7 +21,7 @@ from fastgt.config import INLINE_FLAGS
 from fastgt.errors import check_float, check_int
 from fastgt.kernels.oracles import ProblemKernels, noise_at
 from fastgt.kernels.rng import uniform_index
-from fastgt.problems.base import Problem
+from fastgt.problems.base import SAMPLED, Problem
 
 #: the arrays the kernels read (co.data): every node's rows, node i's from offsets[i] to
 #: offsets[i + 1]; batch 0 = all rows
@@ -60,9 +60,15 @@ class LeastSquares(Problem):
     A: np.ndarray  # (sum m_i, d)
     b: np.ndarray
     offsets: np.ndarray  # (n + 1,)
-    batch_size: int = 0
+    batch_size: int = 1
     reg: float = 0.0
+    drawn: bool = False  # minibatches drawn (noise="minibatch"), else every row
     kernels = KERNELS
+
+    def for_noise(self, noise: str):
+        """The instance a run with gradient noise ``noise`` uses: minibatches under the
+        minibatch noises, every row under the others."""
+        return replace(self, drawn=noise in SAMPLED)
 
     def _node_sums(self):
         """(1/n) sum_i A_i^T A_i / m_i and (1/n) sum_i A_i^T b_i / m_i."""
@@ -94,13 +100,14 @@ class LeastSquares(Problem):
         return G + self.reg * X
 
     def kernel_data(self, pad) -> Data:
-        return Data(pad(self.A), self.b, self.offsets, self.batch_size, self.reg)
+        return Data(pad(self.A), self.b, self.offsets, self.batch_size if self.drawn else 0,
+                    self.reg)
 
 
-def least_squares(n: int, d: int, samples: int = 20, batch_size: int = 0, reg: float = 0.0,
+def least_squares(n: int, d: int, samples: int = 20, batch_size: int = 1, reg: float = 0.0,
                   seed: int = 0) -> LeastSquares:
     samples = check_int("samples", samples, 1)
-    batch_size = check_int("batch_size", batch_size, 0)
+    batch_size = check_int("batch_size", batch_size, 1)
     reg = check_float("reg", reg, 0.0)
     rng = np.random.default_rng([check_int("seed", seed, 0), 0x15])
     A = rng.normal(size=(n * samples, d))

@@ -74,8 +74,7 @@ def _sampled_grad(inst, seed):
     return grad
 
 
-@pytest.mark.parametrize("batch_size", [0, 3])
-@pytest.mark.parametrize("noise", ["none", "gaussian"])
+@pytest.mark.parametrize("noise,batch_size", [("none", 1), ("gaussian", 1), ("minibatch", 3)])
 #: the example's family compiled for two algorithms (each costs a cold compile in CI): the
 #: generic hook path of every algorithm is covered by the built-in problems with data
 #: (tests/problems/test_samples.py)
@@ -88,8 +87,8 @@ def test_every_algorithm_matches_its_twin(lsq, algorithm, noise, batch_size):
                      sigma2=ref.given_sigma2(noise, 0.5),
                      d=d, stepsize=GAMMA, steps=STEPS, record_every=RECORD, seed=seed, x0=x0)
     inst = spec.build(W.n, d)
-    grad = _sampled_grad(inst, seed) if batch_size else lambda X, t: inst.grad(X)
-    noise_fn = (ref.no_noise(W.n, d) if noise == "none"
+    grad = _sampled_grad(inst, seed) if noise == "minibatch" else lambda X, t: inst.grad(X)
+    noise_fn = (ref.no_noise(W.n, d) if noise != "gaussian"
                 else ref.fastgt_noise(noise, 0.5, d, W, seed))
     states = ref.simulate(algorithm, W.to_dense(), lambda X, t: grad(X, t) + noise_fn(t),
                           GAMMA, x0, STEPS)
@@ -104,7 +103,7 @@ def test_every_algorithm_matches_its_twin(lsq, algorithm, noise, batch_size):
 
 def test_minibatch_same_bits_on_threads_and_in_a_batch(lsq):
     assert_same_bits_on_threads_and_in_a_batch(
-        problem=fastgt.problem(lsq, samples=9, batch_size=2), noise="gaussian", d=9,
+        problem=fastgt.problem(lsq, samples=9, batch_size=2), noise="minibatch+gaussian", d=9,
         steps=17, record_every=4, stepsize=0.02)
 
 
@@ -114,3 +113,18 @@ def test_gradient_tracking_reaches_the_optimum_with_exact_gradients(lsq):
                      noise="none", d=4, stepsize=0.05, steps=3000, record_every=3000)
     inst = fastgt.problem(lsq).build(10, 4)
     np.testing.assert_allclose(res.state["X"], np.tile(inst.xstar, (10, 1)), atol=1e-9)
+
+
+def test_the_example_takes_grid_files_defaults(lsq):
+    """Its parameters as fastgt declares them (batch_size >= 1, a default of 1): a grid file
+    naming it validates and builds (a batch_size of 0 by default refused every grid)."""
+    from fastgt.sweep.grid import parse_spec
+
+    cells = parse_spec(f'[run]\ntopology = "ring"\nn = 8\nd = 3\nproblem = "{lsq}"\n'
+                       '[[grid]]\nnoise = ["none", "minibatch"]\n').cells()
+    assert [c.params["batch_size"] for c in cells] == [1, 1]  # null in the none cell's row
+    for c in cells:
+        p = c.params
+        res = fastgt.run(topology=fastgt.topology("ring", n=8), problem=lsq, d=3,
+                         noise=p["noise"], steps=3, record_every=1)
+        assert res.summary["status"] == "ok"

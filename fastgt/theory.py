@@ -185,6 +185,13 @@ def _check(algorithm: str, stepsize=None, W=None) -> float | None:
         if not hasattr(W, "static"):
             raise bad("W", W, "a MixingMatrix, e.g. fastgt.topology('ring', n=30)")
         _static(W)
+    if algorithm not in ALGORITHMS:
+        from .algorithms import ALGORITHMS as SPECS  # numba: only for this message
+
+        if algorithm in SPECS:
+            raise FastGTError(f"algorithm={algorithm!r} has no exact theory (its per-mode "
+                              "system: fastgt/modes.py, mode_system, and its name in "
+                              f"theory.ALGORITHMS): allowed {', '.join(ALGORITHMS)}")
     check_choice("algorithm", algorithm, ALGORITHMS)
     return None if stepsize is None else check_float("stepsize", stepsize, 0.0, lo_open=True)
 

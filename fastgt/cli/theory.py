@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import click
 
+from ..theory import ALGORITHMS as THEORY_ALGORITHMS
 from ..theory import NOISES
 from .common import json_line, param_option, topo_options, topo_params
 from .exits import ResultError, user_errors
 
 
 @click.command("theory")
-@param_option("algorithm")
+@param_option("algorithm", type=click.Choice(THEORY_ALGORITHMS))
 @param_option("topology", default="ring")
 @topo_options
 @click.option("--problem", type=click.Choice(["quadratic", "consensus"]), default="quadratic",

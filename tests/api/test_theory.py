@@ -403,3 +403,14 @@ def test_extra_and_d2_stability_limits():
     with pytest.warns(fastgt.FastGTWarning, match="unstable for d2"):
         assert math.isinf(theory.stationary(W, "d2", 0.01)["consensus"])
     assert theory.max_stepsize(fastgt.topology("torus", rows=5, cols=10, lazy=True), "d2") == 1.0
+
+
+def test_an_algorithm_without_theory_says_where_its_theory_goes(monkeypatch):
+    """(A new algorithm, registered by its module, before its mode system: the message said
+    only that the name was invalid.)"""
+    monkeypatch.setattr(theory, "ALGORITHMS", ("gt",))
+    with pytest.raises(fastgt.FastGTError, match=r"^algorithm='dsgd' has no exact theory "
+                                                 r"\(its per-mode system: fastgt/modes.py"):
+        theory.rate(fastgt.topology("ring", n=8), "dsgd", 0.1)
+    with pytest.raises(fastgt.FastGTError, match="algorithm='nope' is invalid"):
+        theory.rate(fastgt.topology("ring", n=8), "nope", 0.1)

@@ -213,7 +213,7 @@ def test_setup_a_long_runs(name, algorithm, gamma):
     _check_setup_a(algorithm, name, gamma, 50000, 5, seed, algorithm == "dsgd" or name != "ring")
 
 
-@pytest.mark.parametrize("algorithm", ["gt", "dsgd", "d2", "extra", "gt_atc", "centralized"])
+@pytest.mark.parametrize("algorithm", fastgt.theory.ALGORITHMS)
 def test_float32_setup_a_plateaus(algorithm):
     """A float32 state (arithmetic in float64, rounded where stored): the same statistical
     check of loss_avg and loss_nodes against the exact theory, which knows no rounding; its

@@ -13,8 +13,10 @@ from fastgt.kernels.temporal import Plan, bandwidth, reach
 from fastgt.problems import make_noise
 from fastgt.runtime import numba_threads
 
-#: the single-phase algorithms (ATC-GT's two phases, centralized's mean term: step by step)
-SINGLE_PHASE = ["gt", "dsgd", "d2", "extra"]
+#: the algorithms whose steps may run in passes (ATC-GT's two phases, centralized's mean
+#: term: step by step), read from their declarations
+SINGLE_PHASE = [a for a, s in ALGORITHMS.items()
+                if s.temporal and s.phases == 1 and s.mixing is None]
 #: topologies, and plans forced on each (plan's ``temporal``) with the threads and whether
 #: cells run in parallel: a ring in blocks of 1 to 4 rows (regions and triangles wrap
 #: around it), a torus in blocks of whole grid rows, a torus as a grid (blocks of 1 to 3

@@ -14,14 +14,17 @@ from fastgt.algorithms import ALGORITHMS
 
 pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
-#: D² refuses time-varying W (test_d2_refuses_time_varying)
-ALGOS = [a for a in ALGORITHMS if a != "d2"]
+#: the algorithms that take a time-varying W (a symmetric one: D² refuses them all,
+#: test_d2_refuses_time_varying), read from their own checks
+ALGOS = [a for a, s in ALGORITHMS.items()
+         if not (s.check and s.check(fastgt.topology("random_matching", n=8), 1))]
 
 
 def _unstable(algorithm: str) -> bool:
-    """EXTRA refuses the nonsymmetric matrices (test_extra_refuses_nonsymmetric_matrices);
+    """Refuses the nonsymmetric matrices (EXTRA: test_extra_refuses_nonsymmetric_matrices);
     its kernels are compared on them all the same."""
-    return algorithm == "extra"
+    check = ALGORITHMS[algorithm].check
+    return bool(check and check(fastgt.topology("one_peer_exponential", n=8), 1))
 
 
 def _cycle():

@@ -187,8 +187,9 @@ def test_previous_gradient_recomputed_to_the_bit(monkeypatch, algorithm, problem
           "steps": 63, "record_every": 7, "seed": 5, "dtype": dtype}
     rows, lean_rows = module.gradient_rows, []
 
-    def counted(batch, *lead, at=512):
-        G = rows(batch, *lead, at=at)
+    def counted(batch, *lead, recomputes, at=512):
+        assert recomputes  # the module says its kernels recompute G
+        G = rows(batch, *lead, recomputes=recomputes, at=at)
         lean_rows.append(G.shape[-2])
         return G
 
@@ -196,8 +197,9 @@ def test_previous_gradient_recomputed_to_the_bit(monkeypatch, algorithm, problem
     lean = fastgt.run(**kw)
     assert lean.config["noise"] == noise
     assert lean_rows == [0]  # the lean run really kept no G
-    monkeypatch.setattr(module, "gradient_rows",
-                        lambda batch, *lead, at=512: batch.new_rows(batch.C, *lead, at=at))
+    monkeypatch.setattr(module, "gradient_rows",  # as an algorithm without the fast path
+                        lambda batch, *lead, recomputes, at=512: rows(batch, *lead,
+                                                                      recomputes=False, at=at))
     full = fastgt.run(**kw)
     assert not callable(full.state._values["G"])  # the stored path ran
     for key in full.state:

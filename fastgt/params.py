@@ -223,7 +223,7 @@ _DECLARED = [
           default=1.0, per_cell=True,
           applies=("noise", ("gaussian", "structured", "minibatch+gaussian"))),
     Param("d", int, "run", "dimension", _int(1), default=100),
-    Param("stepsize", float, "run", "stepsize gamma (fastgt theory gives the largest stable one)",
+    Param("stepsize", float, "run", "stepsize gamma (fastgt theory gives the stable ones)",
           _float(0.0, lo_open=True), default=0.01, per_cell=True),
     Param("steps", int, "run", "number of steps (>= 1)", _int(1), default=1000),
     Param("record_every", int, "run", "steps between two records of the metrics", _int(1),

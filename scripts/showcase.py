@@ -60,7 +60,7 @@ def save(fig, path: Path) -> None:
 
 
 def figure_a(cells, traces, path: Path) -> str:
-    cells = cells.merge(steps_to(traces, EPS), on="id")
+    cells = cells.merge(steps_to(traces, EPS), on="id", how="left")  # a failed cell: NaN
     best = best_over(cells, "stepsize", value="steps_to", by=["algorithm", "zeta"])
     floor = cells[cells["stepsize"] == cells["stepsize"].min()].groupby(
         ["algorithm", "zeta"])["loss_nodes"].mean().unstack("algorithm")

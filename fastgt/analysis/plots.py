@@ -49,14 +49,21 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
     The title says what was run (``sweep``, the results' directory, when given; n, d,
     steps, stepsize, sigma2) and what the error bars are (the seeds behind each point)."""
     _check_columns(cells, x=x, y=y, hue=hue)
+    if hue == x:
+        raise FastGTError(f"hue={hue!r} is the x axis: allowed another parameter, or none")
     unset = int(cells[x].isna().sum())  # cells x does not apply to (split_alpha of iid ones)
     if len(cells) and unset == len(cells):
         raise FastGTError(f"x={x!r} has no value in these cells: it does not apply to them")
     cells = cells[cells[x].notna()]
+    # aggregate keeps the ok cells: the others are counted in the title, and what varies
+    # among them only is not what the points average
+    bad = (cells["status"].value_counts().drop("ok", errors="ignore") if "status" in cells
+           else pd.Series(dtype=int))
+    cells = cells[cells["status"] == "ok"] if "status" in cells else cells
     by = [x] + ([hue] if hue else [])
     others = _averaged(cells, by)
     agg = aggregate(cells, values=[y], by=by, level=level)
-    if agg.empty:
+    if agg.empty or not agg[f"{y}_mean"].notna().any():
         raise FastGTError(f"no cell with status ok has a value of {y!r}")
     fig, ax = _figure()
     # values without an order (algorithm, split, lazy) at evenly spaced ticks named by them
@@ -79,19 +86,18 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     run = describe_run(cells, [k for k in RUN_KEYS if k not in (*by, *others)])
-    if "seed" in by:
+    if "seed" in by and not others:
         title = "one cell per point"
     elif others:  # the points average cells of other parameters: bars over cells, not seeds
-        seeds = "seed" in cells.columns and cells["seed"].nunique(dropna=False) > 1
+        seeds = ("seed" not in by and "seed" in cells.columns
+                 and cells["seed"].nunique(dropna=False) > 1)
         over = ", ".join((["seed"] if seeds else []) + others)
         title = f"mean over {over}; {error_bars(agg[f'{y}_count'], level, unit='cell')}"
     else:
         title = f"mean over seeds; {error_bars(agg[f'{y}_count'], level)}"
     if unset:
         title += f"; {unset} cells without {x} left out"
-    bad = (cells["status"].value_counts().drop("ok", errors="ignore") if "status" in cells
-           else pd.Series(dtype=int))  # of the cells with x, as the terminal's count
-    if len(bad):  # aggregate keeps the ok cells: say which others are not drawn
+    if len(bad):  # of the cells with x, as the terminal's count
         title += "; left out: " + ", ".join(f"{n} {s}" for s, n in bad.items())
     ax.set_title(_title(sweep, run, title), fontsize=9)
     if hue:

@@ -95,17 +95,28 @@ def plateau_checks(cells: pd.DataFrame, traces: pd.DataFrame, metric: str = "los
 
     Returns a DataFrame indexed by id: ``time_constant`` (1/(1 - r) steps),
     ``window_start``, ``elapsed``, ``half1``, ``half2``, ``halves_t``, ``halves_limit``,
-    ``transient`` (bool) and ``reason`` ("" for stationary cells).
+    ``transient`` (bool) and ``reason`` ("" for stationary cells; "it diverged: no
+    plateau" for a cell whose ``status``, if given, is not ok).
     """
     by_id = {k: g.sort_values("step") for k, g in traces.groupby("id", sort=False)}
-    cols = ["id", "steps", "theory_rate"] + [k for k in ("local_steps", "record_every")
-                                             if k in cells.columns]
-    rows = [{"id": c["id"], **_stationarity(int(c["steps"]), float(c["theory_rate"]),
-                                            _plateau_records(by_id.get(c["id"]), c), metric)}
+    cols = ["id", "steps", "theory_rate"] + [k for k in ("local_steps", "record_every",
+                                                         "status") if k in cells.columns]
+    rows = [{"id": c["id"], **(_stationarity(int(c["steps"]), float(c["theory_rate"]),
+                                             _plateau_records(by_id.get(c["id"]), c), metric)
+                               if c.get("status", "ok") == "ok" else _no_plateau(c["status"]))}
             for c in cells[cols].to_dict("records")]
     return pd.DataFrame(rows, columns=["id", "time_constant", "window_start", "elapsed",
                                        "half1", "half2", "halves_t", "halves_limit",
                                        "transient", "reason"]).set_index("id")
+
+
+def _no_plateau(status: str) -> dict:
+    """A cell that diverged or failed: no plateau to check (its time constants and halves
+    would describe a run cut short)."""
+    nan = math.nan
+    return {"time_constant": nan, "window_start": nan, "elapsed": nan, "half1": nan,
+            "half2": nan, "halves_t": nan, "halves_limit": nan, "transient": True,
+            "reason": f"it {status}: no plateau"}
 
 
 def _plateau_records(trace, cell: dict):

@@ -200,7 +200,15 @@ def _write_trace(res, out: str) -> None:
 
         import pyarrow.parquet as pq
 
-        about = json.dumps({"config": res.config, "summary": res.summary}, default=str)
+        def strict(v):  # JSON has no NaN (final_accuracy of a problem without classes)
+            if isinstance(v, dict):
+                return {k: strict(x) for k, x in v.items()}
+            if isinstance(v, list | tuple):
+                return [strict(x) for x in v]
+            return None if isinstance(v, float) and not math.isfinite(v) else v
+
+        about = json.dumps(strict({"config": res.config, "summary": res.summary}),
+                           default=str, allow_nan=False)
         pq.write_table(table.replace_schema_metadata(
             {**(table.schema.metadata or {}), b"fastgt": about.encode()}), name)
 
@@ -232,12 +240,12 @@ def _stable_hint(W, algorithm: str, prob, local_steps: int, topology_y) -> str:
 
     check = ALGORITHMS[algorithm].check
     outside = check(W, local_steps) if check else None
-    if outside:
-        return f"; it ran outside its stability condition (allow_unstable): {outside}"
+    why = f"; it ran outside its stability condition (allow_unstable): {outside}" \
+        if outside else ""
     try:
-        return f"; exact theory: {where_stable(W, algorithm, prob, local_steps, topology_y)}"
-    except FastGTError:  # the theory does not cover the problem
-        return "; try a smaller --stepsize"
+        return f"{why}; exact theory: {where_stable(W, algorithm, prob, local_steps, topology_y)}"
+    except FastGTError:  # the theory does not cover the problem (or the topology)
+        return why or "; try a smaller --stepsize"
 
 
 @click.command("table3")

@@ -95,8 +95,10 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
                           f"{', '.join(report.lost_ids)}): rerun the command to compute them")
     bad = report.failed + report.status["diverged"]
     if bad:
-        raise ResultError(f"{report.failed} cells failed and {report.status['diverged']} "
-                          f"diverged: see `fastgt status {shlex.quote(out)} --failed`")
+        parts = [f"{n} {'cell' if n == 1 else 'cells'} {what}" for n, what in
+                 ((report.failed, "failed"), (report.status["diverged"], "diverged")) if n]
+        raise ResultError(f"{' and '.join(parts)}: see `fastgt status {shlex.quote(out)} "
+                          "--failed`")
 
 
 def _interrupted(report) -> str:
@@ -182,6 +184,10 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
             check_choice("x", x, plots.TRACE_AXES)  # before reading the traces
         fig = plots.curves(_read(store, "traces", where), y=y, hue=hue,
                            logx=bool(logx), logy=logy, sweep=shown, x=x or "step")
+        failed = int((_read(store, "cells", where)["status"] == "failed").sum())
+        if failed:  # a failed cell has no trace
+            click.echo(f"{failed} {'cell' if failed == 1 else 'cells'} failed, without a "
+                       f"trace (fastgt status {directory} --failed lists them)")
     else:
         cells = _read(store, "cells", where)
         fig = plots.summary(cells, x=x, y=y, hue=hue, logx=logx, logy=logy, sweep=shown)

@@ -60,10 +60,10 @@ def theory_cmd(algorithm, topology, problem, noise, sigma2, d, stepsize, local_s
            **({"topology_y": Wy.describe()} if Wy is not None else {}),
            "problem": problem, "noise": noise, "sigma2": sigma2, "d": d, "stepsize": stepsize,
            "lambda2": sp.lambda2, "lambda_n": sp.lambda_n, "p": sp.p, "c": sp.c,
+           **({"record_every": record_every} if record_every is not None else {}),
            "max_stepsize": top, "stable_stepsizes": [list(w) for w in windows],
-           "stable": stable}
+           "stable": stable, "rate": rate(W, algorithm, stepsize, problem, **relax)}
     if stable:
-        out["rate"] = rate(W, algorithm, stepsize, problem, **relax)
         reason = unsupported(algorithm, problem)
         if reason:
             out["stationary"] = f"not covered: {reason}"

@@ -301,11 +301,13 @@ def parse_spec(text: str, source: str = "<spec>", sets=(), params=()) -> GridSpe
             where = lines.get((None, top)) or lines.get(("table", top))
             raise FastGTError(f"{_location(source, where)}: unknown key {top!r}: allowed a "
                               "[run] table and [[grid]] tables")
-    both = ({_split_option("--set", o)[0] for o in sets}
-            & {_split_option("--param", o)[0] for o in params})
-    if both:  # which one wins would be silent
-        key = min(both)
-        raise FastGTError(f"{key} is given by both --set and --param: allowed one of them")
+    given = [(_split_option(flag, o)[0], flag) for flag, opts in
+             (("--set", sets), ("--param", params)) for o in opts]
+    keys = [k for k, _ in given]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:  # which one wins would be silent
+        flags = " and ".join(dict.fromkeys(f for k, f in given if k == twice[0]))
+        raise FastGTError(f"{twice[0]} is given twice ({flags}): allowed once")
     for opt in sets:
         key, val = _split_option("--set", opt)
         spec.run[key] = _typed(key, literal(val), "run", spec, f"--set {opt}")

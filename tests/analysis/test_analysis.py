@@ -103,6 +103,9 @@ def test_plateau_checks_take_the_plateaus_records_with_local_steps():
     assert not got.loc["c", "transient"]
     plain = plateau_checks(cells.assign(local_steps=1), traces, "consensus")
     assert plain.loc["c", "half2"] > 2  # without local steps every record counts
+    gone = plateau_checks(cells.assign(status="diverged"), traces, "consensus").loc["c"]
+    assert gone["transient"] and gone["reason"] == "it diverged: no plateau"  # no "0 time
+    assert math.isnan(gone["elapsed"])  # constants, r = 3" of a run cut short
 
 
 def test_loglog_slope_recovers_power_laws():
@@ -385,6 +388,30 @@ def test_plot_where_takes_a_list_and_repeats_intersect(results, tmp_path, monkey
     res = CliRunner().invoke(plot_cmd, [str(results), "--x", "n", "--where", "n=8",
                                         "--where", "n=16", "-o", str(tmp_path / "g.png")])
     assert res.exit_code == 2 and "no results to plot" in res.output
+
+
+def test_summary_refuses_what_it_cannot_draw_and_titles_what_it_averages(results):
+    """hue = x is one line (a traceback before); a metric without values in every cell is
+    refused (a blank figure before); "one cell per point" only where nothing else is
+    averaged; what varies among left-out cells only is not named as averaged."""
+    from fastgt.analysis.plots import summary
+
+    cells, _ = load(results)
+    with pytest.raises(fastgt.FastGTError, match="hue='n' is the x axis"):
+        summary(cells, x="n", hue="n")
+    with pytest.raises(fastgt.FastGTError, match="no cell with status ok has a value of"):
+        summary(cells.assign(accuracy=np.nan), x="n", y="accuracy")
+    assert cells["algorithm"].nunique() > 1  # so x = seed averages algorithms
+    title = " ".join(summary(cells, x="seed").axes[0].get_title().split())
+    assert "one cell per point" not in title and "mean over algorithm" in title, title
+    odd = cells.copy()
+    first = odd.index[0]
+    odd.loc[first, "status"] = "failed"
+    odd.loc[first, "stepsize"] = 123.0  # varies only among the left-out cells
+    title = " ".join(summary(odd, x="n").axes[0].get_title().split())
+    plain = " ".join(summary(cells, x="n").axes[0].get_title().split())
+    same = plain.split("; error bars")[0]  # not "mean over seed, algorithm, stepsize"
+    assert title.startswith(same + "; error bars") and title.endswith("; left out: 1 failed")
 
 
 def test_summary_title_counts_the_cells_it_does_not_draw(results):

@@ -93,9 +93,13 @@ def test_set_and_param_override_the_file():
 
 def test_a_parameter_given_by_both_set_and_param_is_refused():
     """(--param won without a word.)"""
-    with pytest.raises(fastgt.FastGTError, match="^seed is given by both --set and --param: "
-                                                 "allowed one of them$"):
+    with pytest.raises(fastgt.FastGTError,
+                       match="^seed is given twice [(]--set and --param[)]: allowed once$"):
         G.parse_spec(BASE, sets=["seed=0"], params=["seed=1,2"])
+    with pytest.raises(fastgt.FastGTError, match="^seed is given twice [(]--set[)]"):
+        G.parse_spec(BASE, sets=["seed=0", "seed=1"])  # the last one won
+    with pytest.raises(fastgt.FastGTError, match="^alpha is given twice [(]--param[)]"):
+        G.parse_spec(BASE, params=["alpha=0.1", "alpha=0.2,0.3"])
 
 
 def test_sigma2_of_its_default_passes_with_a_noise_that_adds_none():

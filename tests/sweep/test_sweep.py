@@ -154,6 +154,11 @@ def test_a_disconnected_random_graph_fails_its_cell_only(tmp_path):
     assert "done      3 (ok 3, diverged 0)" in st.output and "failed    1" in st.output
     assert f"{bad.id.iloc[0]}  failed  graph_seed=2  DegenerateGraphError: graph is disconnected" \
         in st.output  # the parameter that varies: which cell it is
+    from fastgt.cli.sweep import plot as plot_cmd
+
+    drawn = CliRunner().invoke(plot_cmd, [str(out), "--curves", "-o", str(out / "c.png")])
+    assert drawn.exit_code == 0, drawn.output  # the failed cell has no trace: said so
+    assert f"1 cell failed, without a trace (fastgt status {out} --failed" in drawn.output
 
 
 def _start(spec, out, workers, **kw):

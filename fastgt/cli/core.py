@@ -14,6 +14,7 @@ from ..errors import FastGTError, WriteFailed
 from ..metrics import METRICS, THEORY_METRICS, TRACE_AXES
 from ..outputs import check_dir, check_file, write_file
 from ..paper.table3 import TABLE3_NS
+from ..topology import TOPO_RENAME
 from ..topology.spectrum import METHODS
 from .common import (
     TOPOLOGY_CHOICE,
@@ -161,7 +162,8 @@ def _print_summary(res, W, err: bool = False) -> None:
     summary, config = res.summary, res.config
     first = res.records[0]  # step 0's record (not res.trace: no pandas for a summary)
     absent = {m for q, m in enumerate(METRICS, start=1) if first[q] != first[q]}
-    ran = {"algorithm": config["algorithm"], "topology": W.describe(),
+    flat = ", ".join(f"{TOPO_RENAME.get(k, k)}={v}" for k, v in W.params.items())
+    ran = {"algorithm": config["algorithm"], "topology": f"{W.name}({flat})",  # graph_seed
            "problem": config["problem"], "noise": config["noise"],
            "stepsize": config["stepsize"], "seed": config["seed"]}
     ran |= {k: config[k] for k in ("local_steps", "topology_y", "dtype")

@@ -14,7 +14,7 @@ from ..errors import FastGTError, WriteFailed
 EXIT_OK, EXIT_WRITE, EXIT_USAGE, EXIT_RESULT = 0, 1, 2, 3
 EXIT_CODES = f"""Exit codes: {EXIT_OK} ok; {EXIT_WRITE} an output could not be written after the
 work (a full disk: the message says what was kept; a closed pipe, as in `| head`, ends the
-output quietly, click's convention); {EXIT_USAGE} bad input (one line naming
+output quietly, click's convention), or the memory ran out (one line); {EXIT_USAGE} bad input (one line naming
 the option, before any work); {EXIT_RESULT} the simulation diverged (run), the stepsize is
 unstable (theory), or some cells failed or diverged (grid, after finishing the others);
 130 stopped by Ctrl-C, 143 a sweep stopped by SIGTERM (a sweep keeps its finished cells)."""
@@ -31,6 +31,12 @@ class UserError(click.ClickException):
 
 class WriteError(click.ClickException):
     """An output that failed after the work: one line, exit code 1."""
+
+    exit_code = EXIT_WRITE
+
+
+class OutOfMemory(click.ClickException):
+    """The machine's memory ran out (a state too large for it): one line, exit code 1."""
 
     exit_code = EXIT_WRITE
 
@@ -53,5 +59,10 @@ def user_errors(f):
             raise UserError(str(err)) from None
         except WriteFailed as err:
             raise WriteError(str(err)) from None
+        except MemoryError as err:  # numpy's names the array it could not allocate
+            why = " ".join(str(err).split()) or "an allocation failed"
+            raise OutOfMemory(f"out of memory: {why} "
+                              "(each state array of a run takes n x d x 8 bytes, 4 in "
+                              "float32: a smaller n or d, or float32)") from None
 
     return wrapper

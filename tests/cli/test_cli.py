@@ -674,3 +674,22 @@ def test_topology_errors_name_what_was_given_in_the_shells_terms(args, fragments
 def test_a_topology_of_the_wrong_type_is_named_before_its_parameters():
     with pytest.raises(fastgt.FastGTError, match=r"^topology=123 is invalid"):
         fastgt.run(topology=123, n=16)  # said "n does not apply to a built topology"
+
+
+def test_running_out_of_memory_is_one_line_with_exit_1(monkeypatch):
+    """(A 50-line traceback of numpy's _ArrayMemoryError before.)"""
+    def short(**kw):
+        raise MemoryError("Unable to allocate 4.65 GiB for an array with shape (624007168,)")
+
+    monkeypatch.setattr("fastgt.runner.run", short)
+    line = one_error(invoke("run", *TINY), 1, "out of memory: Unable to allocate 4.65 GiB",
+                     "n x d x 8 bytes")
+    assert "Traceback" not in line
+
+
+def test_run_summary_says_what_ran_in_the_shells_names():
+    res = invoke("run", "--topology", "erdos_renyi", "--n", "40", "--prob", "0.3",
+                 "--graph-seed", "3", "--seed", "7", "--d", "3", "--steps", "10", "--quiet")
+    table = dict(r.split(None, 1) for r in res.output.splitlines())
+    assert res.exit_code == 0 and table["algorithm"] == "gt" and table["seed"] == "7"
+    assert table["topology"] == "erdos_renyi(n=40, prob=0.3, graph_seed=3, weights=metropolis)"

@@ -14,8 +14,8 @@ from ..errors import FastGTError, WriteFailed
 EXIT_OK, EXIT_WRITE, EXIT_USAGE, EXIT_RESULT = 0, 1, 2, 3
 EXIT_CODES = f"""Exit codes: {EXIT_OK} ok; {EXIT_WRITE} an output could not be written after the
 work (a full disk: the message says what was kept; a closed pipe, as in `| head`, ends the
-output quietly, click's convention), or the memory ran out (one line); {EXIT_USAGE} bad input (one line naming
-the option, before any work); {EXIT_RESULT} the simulation diverged (run), the stepsize is
+output quietly, click's convention), or the memory ran out (one line); {EXIT_USAGE} bad
+input (one line naming the option, before any work); {EXIT_RESULT} the simulation diverged (run), the stepsize is
 unstable (theory), or some cells failed or diverged (grid, after finishing the others);
 130 stopped by Ctrl-C, 143 a sweep stopped by SIGTERM (a sweep keeps its finished cells)."""
 

@@ -184,7 +184,7 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
             check_choice("x", x, plots.TRACE_AXES)  # before reading the traces
         fig = plots.curves(_read(store, "traces", where), y=y, hue=hue,
                            logx=bool(logx), logy=logy, sweep=shown, x=x or "step")
-        failed = int((_read(store, "cells", where)["status"] == "failed").sum())
+        failed = int((_read(store, "cells", where, ["status"])["status"] == "failed").sum())
         if failed:  # a failed cell has no trace
             click.echo(f"{failed} {'cell' if failed == 1 else 'cells'} failed, without a "
                        f"trace (fastgt status {directory} --failed lists them)")
@@ -200,9 +200,9 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
     click.echo(f"figure written to {out}")
 
 
-def _read(store, sub: str, where):
-    """DIR/<sub>'s rows matching every KEY=VALUE (or KEY=V1,V2: any of them) of --where,
-    pushed down to the files."""
+def _read(store, sub: str, where, columns=None):
+    """DIR/<sub>'s rows (``columns``: those only) matching every KEY=VALUE (or KEY=V1,V2:
+    any of them) of --where, pushed down to the files."""
     from ..errors import bad
     from ..params import PARAMS
     from ..sweep.grid import literal, split_values
@@ -220,7 +220,7 @@ def _read(store, sub: str, where):
         if not conds[key]:
             raise FastGTError(f"no results to plot (where {' '.join(where)})")
     conds = {k: sorted(v, key=str) for k, v in conds.items()}
-    df = store.read(sub, where=conds or None)
+    df = store.read(sub, columns, where=conds or None)
     if df.empty:
         raise FastGTError(f"no results to plot (where {' '.join(where) or 'anything'})")
     return df

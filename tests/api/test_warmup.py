@@ -12,10 +12,35 @@ import pytest
 from background import run
 
 import fastgt
-from fastgt.algorithms import Batch, Cell
+from fastgt.algorithms import ALGORITHMS, Batch, Cell
 from fastgt.kernels.mixing import big
 from fastgt.problems import make_noise
 from fastgt.warmup import BIG
+
+
+def this_cache(tmp_path: Path):
+    """``fastgt warmup`` of both state types into this session's own cache (the first job
+    of the background: the suite's float32 and data tests then load what it compiled, where
+    they compiled for minutes on the suite's one core): its output."""
+    cli = Path(sys.executable).parent / "fastgt"
+    return run([str(cli), "warmup", "--dtype", "float32", "--dtype", "float64"], cwd=tmp_path)
+
+
+@pytest.mark.background.with_args(this_cache)
+def test_a_warmup_in_another_process_leaves_this_one_nothing_to_compile(background_result):
+    """A warm-up in a second process, run while this one compiled kernels of its own into
+    the same cache: every family's kernels are then warm here too, for both state types
+    (the markers are the cache's, not the process's)."""
+    from fastgt import runtime
+    from fastgt.warmup import families, unit
+
+    lines = [line for line in background_result.stdout.splitlines() if "ready in" in line]
+    assert len(lines) == 2 * len(families()), background_result.stdout
+    for kernels, _ in families():
+        for algorithm in ALGORITHMS:
+            for dtype in ("float32", "float64"):
+                assert runtime.is_warm(unit(algorithm, dtype), kernels), (algorithm, dtype)
+
 
 CHECK = """
 import numpy as np, fastgt
@@ -56,7 +81,6 @@ def test_cold_warmup_compiles_each_kernel_once(background_result):
     warm-up (parallel init and record loops, temporal passes: warmup.BIG) compiles nothing,
     and a warm process then compiles nothing and gives the same numbers."""
     overloads, files, files_after, cold, warm = background_result
-    from fastgt.algorithms import ALGORITHMS
 
     assert {k.split("-")[0] for k in overloads} >= {
         "steps.run_steps_quadratic", "rng.fill_normals", "oracles.stochastic_grads_quadratic",

@@ -5,7 +5,8 @@ about 1.9x the throughput of one by one on small cells, bench/bench_batch.py), b
 results reach the disk only when the whole task ends: 16 large cells in one task kept a
 sweep from writing anything for over a minute, and a kill lost all of them. So a task
 takes at most ``max_batch`` cells, at most its share of the group (so that every worker
-gets some) and at most ``seconds`` of estimated run time, but always one cell.
+gets some), at most ``seconds`` of estimated run time and at most BATCH_ELEMENTS
+node-dimensions together, but always one cell.
 
 A cell's estimate (:func:`estimate`): its loop, ``steps x (STEP_S + n (ROW_S + d
 ELEM_S))`` on one thread (ELEM_S: MIX_S per mix of the algorithm's step plus NOISE_S by
@@ -27,6 +28,12 @@ from .cellrun import batch_key
 #: default for the most cells in one task (64: a task's fixed costs, claims, the round trip
 #: to the worker, set up, amortized over its cells; 16 cost ~0.2 ms more per tiny cell)
 MAX_BATCH = 64
+#: most node-dimensions n d of a task's cells together (its state arrays hold this many
+#: numbers each: 16 MB in float64). Batching pays where a cell's step is short beside the
+#: fixed cost of a step, or of a thread barrier (small cells); big cells gain nothing from
+#: it, and together they outgrow the caches and the memory (64 cells of n = 5 10^4 held
+#: 1.7 GB and ran slower than one cell a task, measured by a user trial)
+BATCH_ELEMENTS = 2_000_000
 #: default for the most seconds finished cells wait in the driver before they are written
 #: (as one file pair): a kill of the whole sweep loses at most this much finished work
 FLUSH_SECONDS = 5.0
@@ -56,10 +63,15 @@ CELL_S = 0.01
 UNKNOWN_N = 1000
 
 
+def nodes(params: dict) -> int:
+    """A cell's nodes n, as far as its parameters tell (UNKNOWN_N for a graph's file)."""
+    return params.get("n") or params.get("rows", 0) * params.get("cols", 0) or UNKNOWN_N
+
+
 def estimate(params: dict, threads: int = 1, steps: int | None = None) -> float:
     """Uncalibrated seconds of a cell (canonical parameters) on ``threads`` threads;
     ``steps`` replaces the cell's own count (a diverged task stops early)."""
-    n = params.get("n") or params.get("rows", 0) * params.get("cols", 0) or UNKNOWN_N
+    n = nodes(params)
     from ..algorithms import ALGORITHMS  # numba: only where cells are planned
 
     elem = MIX_S * ALGORITHMS[params["algorithm"]].costs.mixes + NOISE_S[params["noise"]]
@@ -99,7 +111,8 @@ class Planner:
         entry = self.pending[0]
         group, share = entry
         fit = int(self.limit // self.seconds(group[0]))  # equal estimates within a group
-        size = max(1, min(self.max_batch, share, fit))
+        room = BATCH_ELEMENTS // (nodes(group[0].params) * group[0].params["d"])  # equal n, d
+        size = max(1, min(self.max_batch, share, fit, room))
         task, entry[0] = group[:size], group[size:]
         if not entry[0]:
             self.pending.popleft()

@@ -5,7 +5,7 @@ import math
 
 from fastgt.sweep.cellrun import batch_key
 from fastgt.sweep.grid import make_cell
-from fastgt.sweep.tasks import Planner, estimate
+from fastgt.sweep.tasks import BATCH_ELEMENTS, Planner, estimate
 
 LIMIT = 4.0
 
@@ -45,6 +45,20 @@ def test_tasks_stay_within_the_bound_whatever_the_cell_size():
 def test_every_slot_gets_a_share_and_max_batch_caps_it():
     assert [len(t) for t in _drain(Planner(_cells(12), slots=2))] == [6, 6]
     assert [len(t) for t in _drain(Planner(_cells(5), slots=2, max_batch=2))] == [2, 2, 1]
+
+
+def test_big_cells_are_batched_only_as_far_as_their_states_stay_small():
+    """Cells of short runs fit many to a task by time, but their states together stay
+    within BATCH_ELEMENTS (a user trial's 64 cells of n = 5 10^4 held 1.7 GB); cells
+    bigger than that alone run one to a task."""
+    mid = _cells(20, n=50_000, d=10, steps=2)
+    assert estimate(mid[0].params) * 64 < LIMIT  # time alone would batch them all
+    sizes = [len(t) for t in _drain(Planner(mid, slots=1, seconds=LIMIT))]
+    assert BATCH_ELEMENTS // (50_000 * 10) == 4 and sizes == [4] * 5
+    big = _cells(3, n=1_000_000, d=4, steps=1)
+    assert [len(t) for t in _drain(Planner(big, slots=1, seconds=LIMIT))] == [1, 1, 1]
+    small = _cells(100, n=300, d=100, steps=2)  # bench/bench_batch.py's size: still batched
+    assert [len(t) for t in _drain(Planner(small, slots=1, seconds=LIMIT))] == [64, 36]
 
 
 def test_measured_times_calibrate_the_estimates():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import sys
@@ -64,7 +65,13 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     from ..sweep.executors import run_sweep
     from ..sweep.grid import load_spec
 
-    check_options(executor, scheduler, workers, threads_per_worker, max_batch, flush_seconds)
+    try:
+        check_options(executor, scheduler, workers, threads_per_worker, max_batch, flush_seconds)
+    except FastGTError as err:  # in the options' terms: --max-batch, not max_batch
+        raise FastGTError(re.sub(r"(?<![\w'])(executor|scheduler|workers|threads_per_worker|"
+                                 r"max_batch|flush_seconds)(=| is)",
+                                 lambda m: "--" + m[1].replace("_", "-") + m[2].replace("=", " "),
+                                 str(err))) from None
     gs = load_spec(spec, sets, params)
     cells = gs.cells()
     check_dir("--out", out, probe=not dry_run)  # a dry run writes nothing

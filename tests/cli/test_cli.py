@@ -693,3 +693,19 @@ def test_run_summary_says_what_ran_in_the_shells_names():
     table = dict(r.split(None, 1) for r in res.output.splitlines())
     assert res.exit_code == 0 and table["algorithm"] == "gt" and table["seed"] == "7"
     assert table["topology"] == "erdos_renyi(n=40, prob=0.3, graph_seed=3, weights=metropolis)"
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--max-batch", "0"], "--max-batch 0 is invalid: allowed an integer >= 1"),
+    (["--workers", "0"], "--workers 0 is invalid"),
+    (["--threads-per-worker", "0"], "--threads-per-worker 0 is invalid"),
+    (["--flush-seconds", "-1"], "--flush-seconds -1.0 is invalid"),
+    (["--scheduler", "tcp://a:1"], "--scheduler is only for --executor 'dask'"),
+    (["--executor", "dask", "--scheduler", "foo"], "a scheduler's address"),
+])
+def test_sweep_option_errors_name_the_options(tmp_path, args, fragment):
+    """(A user trial: "max_batch=0 is invalid" where the option is --max-batch.)"""
+    spec = tmp_path / "g.toml"
+    spec.write_text('topology = "ring"\nn = 8\nsteps = 2\n')
+    err = one_error(invoke("grid", spec, "--out", tmp_path / "g", *args), 2, fragment)
+    assert "_" not in err.split(" is ")[0]

@@ -89,7 +89,7 @@ def eigenvalues(W) -> np.ndarray:
 
 
 def _compute_eigenvalues(W) -> np.ndarray:
-    from .topology.spectrum import mode_eigenvalues
+    from .topology.spectrum import dense_eigenvalues, mode_eigenvalues
 
     if W.structure is not None:
         return np.sort(mode_eigenvalues(W)[1:])  # mode 0 is the all-ones vector
@@ -98,10 +98,7 @@ def _compute_eigenvalues(W) -> np.ndarray:
             f"theory: {W.describe()} has n={W.n} nodes and no closed-form spectrum: all its "
             f"eigenvalues need a dense eigvalsh, allowed only n <= {DENSE_MAX} (closed forms: "
             "ring, interp_ring, torus, complete, exponential, hypercube)")
-    import scipy.linalg as sla  # lazily: a plain run needs no dense eigensolver
-
-    lam = sla.eigvalsh(W.to_dense(), overwrite_a=True, check_finite=False)
-    return lam[:-1]  # the largest is the all-ones mode (eigenvalue 1; W is connected)
+    return dense_eigenvalues(W)[:-1]  # the largest: the all-ones mode (1; W is connected)
 
 
 # ------------------------------------------------------------------------- per-mode formulas

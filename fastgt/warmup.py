@@ -12,10 +12,10 @@ import warnings
 
 from . import runtime
 from .algorithms import ALGORITHMS
+from .derived import cache_in
 from .engine import execute, prepare
 from .errors import FastGTWarning
 from .problems import problem as get_problem
-from .problems.optimum_cache import cache_in
 from .problems.quadratic import KERNELS as QUADRATIC
 from .topology import topology
 

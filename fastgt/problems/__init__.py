@@ -1,8 +1,8 @@
 """Problems: ``problem(name, **params)`` -> a spec, built on (n, d) by the runner.
 
 Registry: every module of this package but those serving them (``_SERVING``: base, noise,
-the finite-sum family ``samples``, its solver ``optimum`` and its cache
-``optimum_cache``; and names starting with ``_``)
+the finite-sum family ``samples`` and its solver ``optimum``; and names starting with
+``_``)
 defines ``PROBLEMS``, name -> builder ``f(n, d, **params) -> Problem``: a new module is
 registered by being here (docs/extending.md)."""
 
@@ -22,7 +22,7 @@ from .base import SAMPLED, Problem
 from .noise import NOISES, Noise, make_noise, noise_matrix
 from .quadratic import DiagonalQuadratic
 
-_SERVING = ("base", "noise", "samples", "optimum", "optimum_cache")
+_SERVING = ("base", "noise", "samples", "optimum")
 #: the paper's problems first (quadratic, the default), then the others by name
 _ORDER = ("quadratic", "consensus", "hetero_quadratic", "least_squares", "logistic",
           "nonconvex")

@@ -28,13 +28,13 @@ import numpy as np
 from numba import njit
 from scipy.special import expit
 
+from .. import derived
 from ..config import INLINE_FLAGS
 from ..data import SPLITS, file_stamp, read_file, split_rows, synthetic
 from ..errors import FastGTError, check_choice, check_float, check_int
 from ..kernels.oracles import ProblemKernels, noise_at
 from ..kernels.rng import row_key, uniform_index
 from ..kernels.rounding import fma, prefetch_row, prefetch_span
-from . import optimum_cache
 from .base import SAMPLED, Problem, rounded
 
 #: the data problems' defaults of the parameters that apply only to some data: split_alpha
@@ -325,12 +325,12 @@ class SampleProblem(Problem):
     @property
     def xstar(self) -> np.ndarray:
         if "xstar" not in self.optimum:
-            x = optimum_cache.load(self.key)
-            if x is None or x.shape != (self.d,):
+            x = derived.load("optimum", self.key, (self.d,))
+            if x is None:
                 from .optimum import solve
 
                 x = solve(self)
-                optimum_cache.save(self.key, x)
+                derived.save("optimum", self.key, x)
             self.optimum["xstar"] = x
         return self.optimum["xstar"]
 

@@ -65,16 +65,16 @@ def run_cell(params: dict, threads: int = 1) -> tuple[dict, object, dict]:
 
 
 def run_cells(plist: list[dict], threads: int = 1,
-              optimum_dir: str | None = None) -> list[tuple[dict, object, dict]]:
+              derived_dir: str | None = None) -> list[tuple[dict, object, dict]]:
     """``run_cell`` for several cells: those of equal ``batch_key`` advance together in one
     compiled loop (same numbers as separate runs); if they turn out not to share a sparsity
-    pattern or noise kind, they run one by one. Never raises. ``optimum_dir``: where the
-    optima of problems with data are kept (a sweep's DIR/optimum: each solved once)."""
-    from ..problems.optimum_cache import cache_in
+    pattern or noise kind, they run one by one. Never raises. ``derived_dir``: where values
+    derived once for many cells are kept (a sweep's DIR: fastgt/derived.py)."""
+    from ..derived import cache_in
 
     # a cell's warnings live in its row (rounding_limited) or are said once by the driver
     # (executors.run_sweep: D², EXTRA in float32), not once per cell on a worker's stderr
-    with cache_in(optimum_dir), warnings.catch_warnings():
+    with cache_in(derived_dir), warnings.catch_warnings():
         warnings.simplefilter("ignore", FastGTWarning)
         return _run_cells(plist, threads)
 

@@ -270,7 +270,7 @@ def _dispatch(backend, planner: Planner, skip: _Skip, store: Store, pending: _Pe
     from tqdm import tqdm
 
     inflight = _InFlight(store, backend.slots)
-    optimum = store.url("optimum")
+    derived = store.url("")  # DIR: fastgt/derived.py
     with tqdm(total=len(planner), unit="cell", disable=not progress or None, file=sys.stderr,
               dynamic_ncols=True, mininterval=0.5) as bar:
 
@@ -293,7 +293,7 @@ def _dispatch(backend, planner: Planner, skip: _Skip, store: Store, pending: _Pe
                 cells = [c for c in task if c.id in keep]
                 bar.update(len(task) - len(cells))
                 if cells:
-                    inflight.add(backend.submit([c.params for c in cells], threads, optimum),
+                    inflight.add(backend.submit([c.params for c in cells], threads, derived),
                                  cells, token, state)
             show()
             if stops:  # a signal's exception lost on the way

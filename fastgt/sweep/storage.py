@@ -10,7 +10,9 @@ Layout of an output directory DIR::
                                     same cells: a part's two files share their name
     DIR/claims/<R>                  a task being computed: {"pid", "host", ..., "state",
                                     "ids"} of the sweep doing it, state "queued" or "running"
-    DIR/optimum/<key>.npy           optima of problems with data (problems/optimum_cache.py)
+    DIR/optimum/<key>.npy           optima of problems with data (fastgt/derived.py)
+    DIR/spectrum/<key>.npy          spectra and eigenvalues of graphs without closed
+    DIR/eigenvalues/<key>.npy       forms (fastgt/derived.py)
 
 T is the writer's clock in ns (19 digits, zero-padded): names sort by age. Files of the
 first layout, ``cells/<id>.parquet`` with one row (and ``traces/<id>.parquet``), are read

@@ -65,6 +65,18 @@ class MixingMatrix:
     def nnz(self) -> int:
         return len(self.indices)
 
+    def fingerprint(self) -> str:
+        """A hash of W's entries (n, the CSR arrays, the mean term): equal for equal
+        matrices however they were built; where a sweep keeps what it derived from W
+        (fastgt/derived.py)."""
+        import hashlib
+
+        h = hashlib.blake2b(digest_size=16)
+        h.update(np.array([self.n, self.mean_weight]).tobytes())
+        for a in (self.indptr, self.indices, self.weights):
+            h.update(a.tobytes())
+        return h.hexdigest()
+
     def sparse_part(self) -> sp.csr_matrix:
         """The sparse part A as a scipy CSR matrix."""
         import scipy.sparse as sp

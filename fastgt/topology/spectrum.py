@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import derived
 from ..errors import FastGTError, bad, check_choice
 
 DENSE_MAX = 2048
@@ -102,7 +103,32 @@ def compute_spectrum(mm, vectors: bool = False, method: str = "auto") -> Spectru
             raise bad("method", method, f"'auto', 'closed' or 'sparse' for n={mm.n} > "
                       f"{DENSE_FORCE_MAX} (a dense n x n matrix)")
         return _dense(mm, vectors)
-    return _sparse(mm, vectors)
+    if vectors or not derived.active():
+        return _sparse(mm, vectors)
+    key = f"{mm.fingerprint()}-{method}"  # Lanczos' values: kept by a sweep
+    gaps = derived.load("spectrum", key, (2,))
+    if gaps is not None:
+        return Spectrum(float(gaps[0]), float(gaps[1]), method)
+    sp = _sparse(mm, vectors)
+    derived.save("spectrum", key, np.array([sp.gap2, sp.gapn]))
+    return sp
+
+
+def dense_eigenvalues(mm) -> np.ndarray:
+    """Every eigenvalue of W, ascending, by a dense ``eigvalsh``: computed once per matrix
+    (the spectrum and the theory's modes share it) and kept by a sweep (fastgt/derived.py:
+    seconds at n = 2048, a minute at 4096)."""
+    if "eigenvalues" not in mm._spectra:
+        key = mm.fingerprint() if derived.active() else None
+        lam = None if key is None else derived.load("eigenvalues", key, (mm.n,))
+        if lam is None:
+            import scipy.linalg as sla  # lazily, as _sparse's solver: most runs need neither
+
+            lam = sla.eigvalsh(mm.to_dense(), overwrite_a=True, check_finite=False)
+            if key is not None:
+                derived.save("eigenvalues", key, lam)
+        mm._spectra["eigenvalues"] = lam
+    return mm._spectra["eigenvalues"]
 
 
 def _first_row(mm) -> np.ndarray:
@@ -200,13 +226,12 @@ def _mode_gaps(mm, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _dense(mm, vectors: bool) -> Spectrum:
-    import scipy.linalg as sla  # lazily, as _sparse's solver: most runs need neither
-
-    W = mm.to_dense()
     if vectors:
-        lam, vec = sla.eigh(W)
+        import scipy.linalg as sla
+
+        lam, vec = sla.eigh(mm.to_dense())
         return Spectrum(1.0 - lam[-2], 1.0 + lam[0], "dense", vec[:, -2].copy(), vec[:, 0].copy())
-    lam = sla.eigvalsh(W)
+    lam = dense_eigenvalues(mm)
     return Spectrum(1.0 - lam[-2], 1.0 + lam[0], "dense")
 
 

@@ -276,7 +276,7 @@ def test_a_sweep_solves_each_instance_once_and_keeps_the_optimum(tmp_path):
                         "steps": 4, "record_every": 2})
     cache = tmp_path / "optimum"
     _BUILT.clear()
-    (row, _, _), = run_cells([params], 1, str(cache))
+    (row, _, _), = run_cells([params], 1, str(tmp_path))
     files = list(cache.glob("*.npy"))
     assert len(files) == 1 and row["status"] == "ok", row
     inst = fastgt.problem("logistic", samples=10, reg=0.1).build(4, 3)
@@ -285,7 +285,7 @@ def test_a_sweep_solves_each_instance_once_and_keeps_the_optimum(tmp_path):
     planted = inst.xstar + 0.5
     np.save(files[0], planted)
     _BUILT.clear()
-    (row2, _, _), = run_cells([params], 1, str(cache))
+    (row2, _, _), = run_cells([params], 1, str(tmp_path))
     assert row2["fstar"] == float(inst.f(planted)) != row["fstar"]
     _BUILT.clear()
     (row3, _, _), = run_cells([params], 1, None)  # no cache: solved again

@@ -271,3 +271,51 @@ def test_repr_shows_the_values_a_reader_looks_for():
     assert np.isclose(float(got["p"]), 1 - max(abs(lam[-2]), abs(lam[0])) ** 2)
     matching = repr(fastgt.topology("random_matching", n=12).spectrum())
     assert matching.startswith("PeriodSpectrum(lambda2=1, lambda_n=0, p=0, c=1, p_eff=0.54")
+
+
+def test_a_sweep_keeps_lanczos_and_dense_eigenvalues_once_per_graph(tmp_path, monkeypatch):
+    """Within a sweep's directory (fastgt.derived.cache_in) a graph without a closed form
+    has its Lanczos spectrum and its dense eigenvalues computed once and kept (a user trial:
+    every cell of a sweep spent minutes on the spectrum of one geometric graph); another
+    object of the same matrix reads them back bit for bit, a damaged file is computed
+    again, and outside a sweep nothing is written. The dense eigenvalues serve the
+    spectrum and the theory alike (one eigvalsh, not two)."""
+    from fastgt import derived, theory
+
+    calls = {"eigvalsh": 0, "sparse": 0}
+    import scipy.linalg as sla
+    eigvalsh, sparse = sla.eigvalsh, spectrum_mod._sparse
+
+    def counted_eigvalsh(*a, **k):
+        calls["eigvalsh"] += 1
+        return eigvalsh(*a, **k)
+
+    def counted_sparse(*a, **k):
+        calls["sparse"] += 1
+        return sparse(*a, **k)
+
+    monkeypatch.setattr(sla, "eigvalsh", counted_eigvalsh)
+    monkeypatch.setattr(spectrum_mod, "_sparse", counted_sparse)
+    kw = {"n": 60, "radius": 0.3, "seed": 4}
+    first = fastgt.topology("geometric", **kw)
+    sp0, lam0 = first.spectrum(), theory.eigenvalues(first)
+    assert calls == {"eigvalsh": 1, "sparse": 0} and not list(tmp_path.iterdir())
+    with derived.cache_in(str(tmp_path)):
+        for k in range(2):  # computed and kept, then read: no new eigvalsh
+            W = fastgt.topology("geometric", **kw)
+            sp, lam = W.spectrum(), theory.eigenvalues(W)
+            assert (sp.gap2, sp.gapn, sp.method) == (sp0.gap2, sp0.gapn, "dense")
+            assert np.array_equal(lam, lam0) and calls["eigvalsh"] == 2
+        kept = list((tmp_path / "eigenvalues").glob("*.npy"))
+        assert [f.stem for f in kept] == [first.fingerprint()]
+        kept[0].write_bytes(b"not an array")
+        assert fastgt.topology("geometric", **kw).spectrum().gap2 == sp0.gap2
+        assert calls["eigvalsh"] == 3
+        er = {"n": 300, "prob": 0.05, "seed": 1}
+        sparse_sp = [fastgt.topology("erdos_renyi", **er).spectrum(method="sparse")
+                     for _ in range(2)]
+        assert calls["sparse"] == 1
+        assert (sparse_sp[0].gap2, sparse_sp[0].gapn) == (sparse_sp[1].gap2, sparse_sp[1].gapn)
+        assert sparse_sp[1].method == "sparse"
+    other = fastgt.topology("geometric", n=60, radius=0.3, seed=5)
+    assert other.fingerprint() != first.fingerprint()

@@ -1,0 +1,71 @@
+"""Values derived from a cell's parameters that cost seconds to minutes and are the same
+for every cell that shares those parameters: the optimum x* of a problem with data, a
+graph's spectrum (dense or Lanczos) and its eigenvalues for exact theory. A sweep keeps
+them in its directory, ``DIR/<kind>/<key>.npy`` (any fsspec URI), so that every worker of
+the sweep, and every later sweep on DIR, computes each once. ``key`` identifies what they
+were derived from (a problem instance's data, split and seed: problems/samples.py; a
+matrix's entries: MixingMatrix.fingerprint). Outside a sweep (``fastgt.run``) nothing is
+written: values live with the objects that computed them."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import secrets
+
+import numpy as np
+
+#: what is kept, each in its own subdirectory
+KINDS = ("optimum", "spectrum", "eigenvalues")
+
+_dir: list = [None]  # the directory in use (a stack of one: cache_in nests by restoring)
+
+
+@contextlib.contextmanager
+def cache_in(uri: str | None):
+    """Keep derived values under ``uri`` (a sweep's DIR) within the block (None: nowhere)."""
+    saved, _dir[0] = _dir[0], uri
+    try:
+        yield
+    finally:
+        _dir[0] = saved
+
+
+def active() -> bool:
+    """Whether values are kept (within a sweep's cache_in)."""
+    return _dir[0] is not None
+
+
+def _fs(kind: str):
+    import fsspec
+
+    assert kind in KINDS, kind
+    fs, root = fsspec.core.url_to_fs(_dir[0])
+    return fs, f"{root.rstrip('/')}/{kind}"
+
+
+def load(kind: str, key: str, shape: tuple) -> np.ndarray | None:
+    """The kept float64 array of ``kind`` and ``key`` if it has ``shape``, else None (no
+    directory in use, not there, unreadable, or another shape)."""
+    if _dir[0] is None:
+        return None
+    fs, root = _fs(kind)
+    try:
+        x = np.load(io.BytesIO(fs.cat_file(f"{root}/{key}.npy")), allow_pickle=False)
+    except (FileNotFoundError, ValueError, OSError):
+        return None
+    return x if x.shape == shape and x.dtype == np.float64 else None
+
+
+def save(kind: str, key: str, x: np.ndarray) -> None:
+    """Keep ``x`` (as float64) atomically: a temporary renamed into place, so that a reader
+    sees the whole array or none (two workers deriving the same value write equal bits)."""
+    if _dir[0] is None:
+        return
+    fs, root = _fs(kind)
+    fs.makedirs(root, exist_ok=True)
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(x, dtype=np.float64), allow_pickle=False)
+    tmp = f"{root}/.{key}.{secrets.token_hex(4)}.tmp"
+    fs.pipe_file(tmp, buf.getvalue())
+    fs.mv(tmp, f"{root}/{key}.npy")

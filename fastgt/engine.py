@@ -37,6 +37,9 @@ from .problems import problem as get_problem
 from .runtime import numba_threads
 from .topology import MixingMatrix, TimeVarying
 
+#: seconds a kernel call runs, about (engine._Calls), and how much longer a call may be
+#: than the one before
+CALL_S, GROWTH = 0.2, 8
 #: parameters that may differ between the cells of one run_batch call
 CELL_KEYS = ("topology", "stepsize", "sigma2", "seed", "x0")
 
@@ -212,16 +215,19 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         recs = [_Recorder(algo, arrays, c, batch) for c in range(batch.C)]
         by_cells = parallel == "cells" or (parallel == "auto" and 1 < nthreads <= batch.C)
         t_loop = time.perf_counter()
-        t, cur = 0, 0
+        t, cur, calls = 0, 0, _Calls(batch.plan.levels if algo.passes is None else 1)
         while t < steps and any(r.status == "ok" for r in recs):
-            k = min(record_every - t % record_every, steps - t)
-            cur = algo.advance(batch, arrays, cur, t, k, by_cells)
-            t += k
+            end = min(t + record_every - t % record_every, steps)
+            while t < end:  # in calls of about CALL_S: Ctrl-C and progress between them
+                k = calls.next(end - t)
+                cur = algo.advance(batch, arrays, cur, t, k, by_cells)
+                t += k
+                calls.took(k)
+                if progress is not None:
+                    progress(t)
             for r in recs:
                 if r.status == "ok":
                     r.record(t, cur)
-            if progress is not None:
-                progress(t)
         loop_time = time.perf_counter() - t_loop
 
     wall = time.perf_counter() - t_start
@@ -241,6 +247,27 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         out.append(RunResult(records, summary, config,
                              LazyState(algo.state(batch, arrays, cur, c, t))))
     return out
+
+
+class _Calls:
+    """How many steps each kernel call advances: about CALL_S seconds' worth, measured by
+    the calls before (Python sees a Ctrl-C, and a progress bar moves, only between calls:
+    a run recorded once waited for its end), growing at most GROWTH-fold a call, in whole
+    temporal passes of ``unit`` steps (a pass's steps cost one sweep of memory). Where a
+    call ends changes no number: a call continues from step t as the next would."""
+
+    def __init__(self, unit: int):
+        self.unit, self.size = unit, unit
+        self.t0 = time.perf_counter()
+
+    def next(self, left: int) -> int:
+        self.t0 = time.perf_counter()
+        return min(left, self.size)
+
+    def took(self, k: int) -> None:
+        per_step = max(time.perf_counter() - self.t0, 1e-9) / k
+        fit = max(self.unit, int(CALL_S / per_step) // self.unit * self.unit)
+        self.size = min(fit, GROWTH * max(k, self.unit))
 
 
 def checked_topology_y(Wy, algo, n: int):

@@ -214,3 +214,32 @@ def test_run_takes_the_plan_by_itself(monkeypatch):
     seen.clear()
     fastgt.run(**dict(kw, algorithm="gt_atc", steps=2))  # two phases: no blocks of a plan
     assert [p for n, p in seen if n == 160] == [Plan(1, int(fastgt.kernels.mixing.n_blocks(160)))]
+
+
+def test_a_run_returns_to_python_between_short_kernel_calls(monkeypatch):
+    """A run recorded once (record_every = steps) still returns to Python every CALL_S
+    seconds or so: Ctrl-C and the progress bar waited for its end (a user trial). With
+    CALL_S tiny every call is one step, or one pass where the run goes in passes; with
+    CALL_S huge the calls grow GROWTH-fold; the trace and state are the bits of any other
+    cut."""
+    from fastgt import engine
+
+    kw = {"topology": fastgt.topology("torus", rows=10, cols=16), "problem": "hetero_quadratic",
+          "noise": "gaussian", "d": 8, "steps": 40, "record_every": 40, "seed": 2}
+    ref = fastgt.run(**kw)
+    seen = []
+    for call_s, step_by_step, want in ((1e-12, True, list(range(1, 41))),
+                                       (1e9, True, [1, 9, 40]),
+                                       (1e-12, False, list(range(temporal.LEVELS, 40,
+                                                                 temporal.LEVELS)) + [40])):
+        monkeypatch.setattr(engine, "CALL_S", call_s)
+        if not step_by_step:  # the thresholds of passes lowered (test_run_takes_the_plan...)
+            for name in ("MIN_BYTES", "BAND_BYTES", "WIDE_BYTES", "SHORT_BYTES",
+                         "BLOCK_BYTES", "GRID_BLOCK_BYTES"):
+                monkeypatch.setattr(temporal, name, 64)
+        seen.clear()
+        got = fastgt.run(**kw, progress=seen.append)
+        assert seen == want
+        assert np.array_equal(got.trace.to_numpy(), ref.trace.to_numpy(), equal_nan=True)
+        for key in ref.state:
+            assert np.array_equal(got.state[key], ref.state[key])

@@ -10,13 +10,16 @@ turns in every repeat:
 - offsets: the fixed-offset twin a structured-stencil path would be: a row whose
   neighbours do not wrap takes its columns as i + offset (no index loads, the weights of
   an inner row held in registers), a row at the wrap takes mix_row; the same entry order,
-  so the same bits (checked before timing).
+  so the same bits (checked before timing);
+- copy: X' = X, one read and one write of every element: the floor of any step that
+  reads the state and writes it anew, at that size (in L1 at n = 8, in L2 at n = 300).
 
-Both are compiled as the engine's block functions are (config.BLOCK_FLAGS: without
+All are compiled as the engine's block functions are (config.BLOCK_FLAGS: without
 numba's reference counting, which at a helper call per row costs more than the row: the
-CSR sweep took 3x the time with it). Reports ns per node-dimension (median and min) and
-csr / offsets (> 1: the offsets are faster). Issue 18's item 2 asked for such a path; this is the measurement that decides
-whether the engine carries it (docs/performance.md, "Structured stencils").
+CSR sweep took 3x the time with it). Reports ns per node-dimension (median and min),
+csr / offsets (> 1: the offsets are faster) and csr / copy. Issue 18's item 2 asked for
+such a path; this is the measurement that decides whether the engine carries it
+(docs/performance.md, "Structured stencils").
 """
 
 from __future__ import annotations
@@ -66,7 +69,14 @@ def kernels():
                         out[i, k] = (v0 * X[i + o0, k] + beta * mean[k] + v1 * X[i + o1, k]
                                      + v2 * X[i + o2, k])
 
-    return by_csr, by_offsets
+    @njit(**BLOCK_FLAGS)
+    def copy(out, X, reps):
+        for _ in range(reps):
+            for i in range(X.shape[0]):
+                for k in range(X.shape[1]):
+                    out[i, k] = X[i, k]
+
+    return by_csr, by_offsets, copy
 
 
 def case(name: str, n: int):
@@ -91,17 +101,19 @@ def case(name: str, n: int):
     return W, inner, offs, W.weights[e].astype(np.float64)
 
 
-def timed(by_csr, by_offsets, name: str, n: int, d: int, repeats: int, target_s: float):
+def timed(kernels, name: str, n: int, d: int, repeats: int, target_s: float):
     """ns per node-dimension of each way's sweeps (repeats interleaved), the bits checked."""
     W, inner, offs, wo = case(name, n)
     dp = -(-d // 8) * 8  # rows padded to whole cache lines, as the engine's
     X = np.random.default_rng(0).standard_normal((W.n, dp))
     mean = np.zeros(dp)
     ip, ix, w = W.indptr.astype(np.int64), W.indices.astype(np.int64), W.weights
-    outs = [np.empty_like(X), np.empty_like(X)]
+    by_csr, by_offsets, copy = kernels
+    outs = [np.empty_like(X) for _ in range(3)]
     run = {"csr": lambda r: by_csr(outs[0], X, ip, ix, w, 0.0, mean, r),
            "offsets": lambda r: by_offsets(outs[1], X, ip, ix, w, 0.0, mean, inner, offs, wo,
-                                           r)}
+                                           r),
+           "copy": lambda r: copy(outs[2], X, r)}
     for f in run.values():
         f(1)
     if not np.array_equal(outs[0], outs[1]):
@@ -127,19 +139,20 @@ def main():
     import numba
 
     numba.set_num_threads(1)
-    by_csr, by_offsets = kernels()
+    compiled = kernels()
     rows = []
     for name in ("ring", "torus"):
         for n in args.n:
-            n, entries, secs = timed(by_csr, by_offsets, name, n, args.d, args.repeats,
+            n, entries, secs = timed(compiled, name, n, args.d, args.repeats,
                                      args.target_s)
             med = {k: statistics.median(v) for k, v in secs.items()}
             rows.append([name, str(n), str(entries)]
                         + [f"{med[k]:.3f} ({min(v):.3f})" for k, v in secs.items()]
-                        + [f"{med['csr'] / med['offsets']:.2f}x"])
+                        + [f"{med['csr'] / med['offsets']:.2f}x",
+                           f"{med['csr'] / med['copy']:.2f}x"])
     print(common.machine_line(common.machine_info()) + f"numba {numba.__version__}\n")
     print(common.markdown_table(["topology", "n", "entries per row", "csr ns", "offsets ns",
-                                 "csr / offsets"], rows))
+                                 "copy ns", "csr / offsets", "csr / copy"], rows))
     print(f"\nns = nanoseconds per node-dimension of one mixing sweep, d = {args.d}, 1 thread: "
           f"median (min) of {args.repeats} interleaved repeats.")
 

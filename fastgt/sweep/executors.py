@@ -274,10 +274,10 @@ def _dispatch(backend, planner: Planner, skip: _Skip, store: Store, pending: _Pe
     with tqdm(total=len(planner), unit="cell", disable=not progress or None, file=sys.stderr,
               dynamic_ncols=True, mininterval=0.5) as bar:
 
-        def show():  # shown with the next update of the bar
-            running, queued = inflight.cells()
+        def show():  # after the tasks are submitted (after a finished task's, the next
+            running, queued = inflight.cells()  # queued one was always running, none queued)
             bar.set_postfix(failed=report.failed, diverged=report.status["diverged"],
-                            running=running, queued=queued, refresh=False)
+                            running=running, queued=queued)
 
         while planner or inflight:
             while planner and len(inflight) < backend.capacity:
@@ -314,7 +314,7 @@ def _dispatch(backend, planner: Planner, skip: _Skip, store: Store, pending: _Pe
                 for cell, (row, _, _) in zip(cells, results):
                     report.add(cell.id, row)
                 planner.observe(cells, [row for row, _, _ in results])
-                show()
                 bar.update(len(cells))
             if pending.due():
                 pending.flush()
+        show()  # the last counts, none running

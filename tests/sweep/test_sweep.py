@@ -501,6 +501,40 @@ def test_claims_and_status_tell_queued_from_running_cells(tmp_path, monkeypatch)
         assert f"running   {running}\nqueued    {queued}\n" in out, out
 
 
+def test_the_progress_bar_shows_the_queued_cells(tmp_path, monkeypatch):
+    """The bar's running and queued counts are those after the next tasks were submitted
+    (a user trial: queued was always 0, counted between a task's end and the next
+    submission), and the last ones none."""
+    import tqdm
+
+    from fastgt.sweep import executors
+    from fastgt.sweep.grid import parse_spec
+
+    shown = []
+
+    class Bar:
+        def __init__(self, **kw):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def update(self, k):
+            pass
+
+        def set_postfix(self, **kw):
+            shown.append((kw["running"], kw["queued"]))
+
+    monkeypatch.setattr(tqdm, "tqdm", Bar)
+    backend = _OneSlot(str(tmp_path))
+    monkeypatch.setattr(executors, "make_backend", lambda *args: backend)
+    executors.run_sweep(parse_spec(THREE).cells(), backend.out, max_batch=1)
+    assert shown == [(1, 1), (1, 1), (1, 0), (0, 0)]
+
+
 class _LostSignal(_OneSlot):
     """A backend in whose wait a SIGTERM's exception is lost (as in a gc callback, which
     Python only prints) and nothing finishes: the driver must stop all the same."""

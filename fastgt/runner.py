@@ -35,7 +35,7 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     the file's (a d given beside it that differs is refused). threads: numba threads
     (default: all, or 1 for runs below ``config.SMALL_RUN`` node-dimensions, where a second
     thread slows each step down; the numbers never depend on it). progress: optional
-    callable(steps_done) after each record.
+    callable(steps_done), called at every record and between (about every 0.2 s).
     local_steps: communicate on every k-th step only (t + 1 divisible by k), mixing with
     the identity on the others (the paper's local-step relaxation).
     allow_unstable: run even on a topology outside the algorithm's stability condition

@@ -73,7 +73,9 @@ def test_trace_layout(algorithm, steps, every):
     assert tr["step"].tolist() == _trace_steps(steps, every)
     # GT: X and Y go out in one round per step, one gradient per step and the initial one
     assert (tr["comm_rounds"] == tr["step"]).all() and (tr["grad_evals"] == tr["step"] + 1).all()
-    assert calls == tr["step"].tolist()[1:]
+    # at every record, and between them as the run's kernel calls end (engine._Calls)
+    assert calls == sorted(set(calls)) and set(tr["step"].tolist()[1:]) <= set(calls)
+    assert calls[-1] == steps
     assert tr[["loss_avg", "loss_nodes", "consensus", "grad_norm2"]].notna().all().all()
     assert tr["tracking"].isna().all() == (algorithm == "dsgd")
     s = res.summary

@@ -12,6 +12,7 @@ import time
 import traceback
 import warnings
 
+from ..config import SMALL_RUN
 from ..data import file_stamp
 from ..errors import FastGTWarning
 from ..flat import cell_problem, cell_topology, table_topology
@@ -103,7 +104,10 @@ def _run_cells(plist: list[dict], threads: int) -> list[tuple[dict, object, dict
             c.result = res
     for c in todo:
         try:
-            c.finish(c.result if c.result is not None else run(**c.kwargs, threads=threads))
+            # a small cell alone on one thread, as fastgt.run puts it (a step's barriers
+            # cost more than its rows): --threads-per-worker is for the big ones
+            alone = threads if c.elements >= SMALL_RUN else 1
+            c.finish(c.result if c.result is not None else run(**c.kwargs, threads=alone))
         except Exception as err:  # noqa: BLE001 (a failing cell is recorded, the sweep goes on)
             c.fail(err)
     return [(c.row, c.trace, c.meta) for c in cells]
@@ -122,6 +126,7 @@ class _Prepared:
             self.meta["data_stamp"] = file_stamp(params["data"])
         try:
             self.kwargs = run_arguments(params, topologies)
+            self.elements = self.kwargs["topology"].n * params["d"]
             sp = self.kwargs["topology"].spectrum()
             self.row.update({k: float(getattr(sp, k)) for k in SPECTRUM_KEYS})
             key = json.dumps({k: v for k, v in params.items() if k != "seed"}, sort_keys=True)

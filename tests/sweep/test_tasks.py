@@ -95,3 +95,20 @@ def test_a_graph_from_a_file_has_an_estimate(tmp_path):
     cell = make_cell({"topology": "from_edges", "edges": str(tmp_path / "g.txt"), "d": 4})
     ring = make_cell({"topology": "ring", "n": UNKNOWN_N, "d": 4})
     assert estimate(cell.params) == estimate(ring.params)
+
+
+def test_a_small_cell_alone_runs_on_one_thread_whatever_the_workers_have():
+    """--threads-per-worker 2 is for big cells: a cell under SMALL_RUN node-dimensions runs
+    on one thread, as fastgt.run puts it (a user trial: tiny cells on two threads, slower);
+    the numbers are those of any thread count."""
+    from fastgt.config import SMALL_RUN
+    from fastgt.sweep.cellrun import run_cells
+
+    small = make_cell({"topology": "ring", "n": 12, "d": 2, "steps": 4, "record_every": 2})
+    big = make_cell({"topology": "ring", "n": SMALL_RUN // 50, "d": 50, "steps": 4,
+                     "record_every": 2})
+    for cell, threads in ((small, 1), (big, 2)):
+        (row, _, _), = run_cells([cell.params], threads=2)
+        (ref, _, _), = run_cells([cell.params], threads=1)
+        assert row["threads"] == threads and row["status"] == "ok"
+        assert row["final_loss_nodes"] == ref["final_loss_nodes"]

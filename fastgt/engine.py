@@ -215,12 +215,12 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         recs = [_Recorder(algo, arrays, c, batch) for c in range(batch.C)]
         by_cells = parallel == "cells" or (parallel == "auto" and 1 < nthreads <= batch.C)
         t_loop = time.perf_counter()
-        t, cur, calls = 0, 0, _Calls(batch.plan.levels if algo.passes is None else 1)
+        t, cur, calls = 0, 0, _Calls(algo.plan_of(batch).levels)
         while t < steps and any(r.status == "ok" for r in recs):
             end = min(t + record_every - t % record_every, steps)
             while t < end:  # in calls of about CALL_S: Ctrl-C and progress between them
                 k = calls.next(end - t)
-                cur = algo.advance(batch, arrays, cur, t, k, by_cells)
+                cur = algo.advance(batch, arrays, cur, t, k, by_cells, t + k == end)
                 t += k
                 calls.took(k)
                 if progress is not None:

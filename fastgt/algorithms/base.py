@@ -389,16 +389,21 @@ class Algorithm:
         finds them), or False (step by step; no blocks of a plan for nothing)."""
         return None if self.temporal and self.phases == 1 else False
 
+    def plan_of(self, batch: Batch) -> Plan:
+        """How its steps run on ``batch``: the batch's plan, or step by step (passes False)."""
+        return Plan(1, batch.plan.blocks) if self.passes is False else batch.plan
+
     def blocks_for(self, kernels):
         """The block function compiled for a problem family (its ProblemKernels)."""
         return getattr(kernels.compile(self.templates), self.templates[0].__name__)
 
     def advance(self, batch: Batch, arrays: tuple, cur: int, t0: int, steps: int,
-                by_cells: bool) -> int:
+                by_cells: bool, writes: bool = True) -> int:
         """Steps t0 -> t0 + steps of every cell of the batch; returns the new ``cur``.
 
         by_cells: one thread per cell (no per-step barrier) instead of parallel row blocks
-        within each step; both give identical bits."""
+        within each step; both give identical bits. writes: the state after the last step
+        is read (a record; False: a later call goes on from it, kernels/steps.run_steps)."""
         state = State(*arrays, batch.scratch, batch.grads_scratch, batch.part, batch.means)
         runs = 1 if by_cells else numba.get_num_threads()
         blocks = batch.pointers.get(self.name)
@@ -407,7 +412,6 @@ class Algorithm:
             blocks = batch.pointers[self.name] = blocks_pointer(compiled, state, batch.mix,
                                                                 batch.oracle)
         run = batch.problem.kernels.compile((run_steps,)).run_steps
-        plan_ = Plan(1, batch.plan.blocks) if self.passes is False else batch.plan
-        tiling = plan_.tiling  # step by step, or the batch's passes
+        tiling = self.plan_of(batch).tiling  # step by step, or the batch's passes
         return run(blocks, self.mixed, self.phases, t0, steps, cur, state, batch.mix,
-                   batch.oracle, batch.oracle.data, runs, tiling)
+                   batch.oracle, batch.oracle.data, runs, tiling, writes)

@@ -193,9 +193,13 @@ def blocks_pointer(blocks, state, mix, oracle):
 
 
 @template(parallel=True, **NJIT_FLAGS)
-def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, runs, tiling):
+def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, runs, tiling,
+              writes):
     """Steps t0 -> t0 + steps of every cell, in place; returns the new ``cur``. ``blocks``:
-    the algorithm's block function (blocks_pointer), ``mixed``: its count of mixed arrays,
+    the algorithm's block function (blocks_pointer), ``writes``: whether the call's last
+    step is read (a record: it is the ``last`` of the block functions, which write what the
+    metrics read, D-SGD's X; a call ending between records leaves that to a later one),
+    ``mixed``: its count of mixed arrays,
     ``phases``: its passes over the rows per step (ATC-GT mixes Y after every node's new
     gradient: 2; each phase is followed by its mean-term reduction), ``data``: oracle.data.
 
@@ -235,6 +239,7 @@ def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, r
     seed, kind, scale, xi, uv, dv, d, _ = oracle
     levels, hA, RA = tiling[0], tiling[3], tiling[4]
     temporal = levels > 1
+    final = steps - 1 if writes else -1  # the step (from 0) whose blocks get last
     RB = tiles = 1
     if temporal:  # region pairs of a cell (runs == 1: all in one item, in turn), its
         # steps per pass, parallel passes per pass
@@ -266,7 +271,7 @@ def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, r
                     for tp in range(p0, p0 + tiles - passes + 1):
                         for ra in range(ra0, RA if runs == 1 else ra0 + 1):
                             tile(blocks, c, tiling, tp, r // RA, RB, ra, t0 + s0, L, cur,
-                                 steps - s0, state, mix, oc)
+                                 final + 1 - s0, state, mix, oc)
                 else:
                     b0 = r * per
                     cc = cur
@@ -275,7 +280,7 @@ def run_steps(blocks, mixed, phases, t0, steps, cur, state, mix, oracle, data, r
                         if runs == 1:
                             step_begin(c, t, oc, mix)
                         for ph in range(p0, p0 + phases - passes + 1):
-                            blocks(c, t, ph, cc, b0, min(nb, b0 + per), s == steps - 1, state,
+                            blocks(c, t, ph, cc, b0, min(nb, b0 + per), s == final, state,
                                    mix, oc)
                             if runs == 1:
                                 step_end(c, mixed, state, mix)

@@ -216,18 +216,28 @@ def test_run_takes_the_plan_by_itself(monkeypatch):
     assert [p for n, p in seen if n == 160] == [Plan(1, int(fastgt.kernels.mixing.n_blocks(160)))]
 
 
-def test_a_run_returns_to_python_between_short_kernel_calls(monkeypatch):
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
+def test_a_run_returns_to_python_between_short_kernel_calls(algorithm, monkeypatch):
     """A run recorded once (record_every = steps) still returns to Python every CALL_S
     seconds or so: Ctrl-C and the progress bar waited for its end (a user trial). With
     CALL_S tiny every call is one step, or one pass where the run goes in passes; with
-    CALL_S huge the calls grow GROWTH-fold; the trace and state are the bits of any other
-    cut."""
+    CALL_S huge the calls grow GROWTH-fold; the trace and state are the bits of calls of
+    whole records (D-SGD writes X only at a call that ends at a record)."""
     from fastgt import engine
 
     kw = {"topology": fastgt.topology("torus", rows=10, cols=16), "problem": "hetero_quadratic",
-          "noise": "gaussian", "d": 8, "steps": 40, "record_every": 40, "seed": 2}
-    ref = fastgt.run(**kw)
-    seen = []
+          "noise": "gaussian", "d": 8, "steps": 40, "record_every": 40, "seed": 2,
+          "algorithm": algorithm}
+
+    class Whole(engine._Calls):  # the calls before: one per record
+        def next(self, left):
+            return left
+
+    with monkeypatch.context() as m:
+        m.setattr(engine, "_Calls", Whole)
+        seen = []
+        ref = fastgt.run(**kw, progress=seen.append)
+        assert seen == [40]
     for call_s, step_by_step, want in ((1e-12, True, list(range(1, 41))),
                                        (1e9, True, [1, 9, 40]),
                                        (1e-12, False, list(range(temporal.LEVELS, 40,

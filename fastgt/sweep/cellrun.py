@@ -12,9 +12,8 @@ import time
 import traceback
 import warnings
 
-from ..config import SMALL_RUN
 from ..data import file_stamp
-from ..errors import FastGTWarning
+from ..errors import FastGTError, FastGTWarning
 from ..flat import cell_problem, cell_topology, table_topology
 from ..metrics import METRICS, PROBLEM_COLUMNS
 from ..params import IMPLICIT, PER_CELL
@@ -81,7 +80,7 @@ def run_cells(plist: list[dict], threads: int = 1,
 
 
 def _run_cells(plist: list[dict], threads: int) -> list[tuple[dict, object, dict]]:
-    from ..runner import run, run_batch
+    from ..runtime import numba_threads
 
     start = time.time()
     meta = {"host": socket.gethostname(), "pid": os.getpid(),
@@ -91,26 +90,38 @@ def _run_cells(plist: list[dict], threads: int) -> list[tuple[dict, object, dict
     theories: dict = {}
     cells = [_Prepared(params, meta, topologies, theories) for params in plist]
     todo = [c for c in cells if c.kwargs is not None]
+    try:
+        # threads=None within the worker's threads: a lone small cell runs on one thread,
+        # as fastgt.run puts it (a user trial: tiny cells on --threads-per-worker 2, slower)
+        with numba_threads(threads):
+            _simulate(todo)
+    except FastGTError as err:  # more threads than this process has: every cell says so
+        for c in todo:
+            c.fail(err)
+    return [(c.row, c.trace, c.meta) for c in cells]
+
+
+def _simulate(todo: list) -> None:
+    """Run the prepared cells: those of one task together (run_batch), one by one if they
+    cannot be; each cell's result or failure recorded in it."""
+    from ..runner import run, run_batch
+
     if len(todo) > 1:
         shared = {k: todo[0].kwargs[k] for k in ("algorithm", "problem", "noise", "d", "steps",
                                                   "record_every", "local_steps",
                                                   "allow_unstable", "topology_y", "dtype")}
         try:
-            results = run_batch([{k: c.kwargs[k] for k in ("topology", "stepsize", "sigma2", "seed")}
-                                 for c in todo], threads=threads, **shared)
+            results = run_batch([{k: c.kwargs[k] for k in ("topology", "stepsize", "sigma2",
+                                                            "seed")} for c in todo], **shared)
         except Exception:  # noqa: BLE001 (not batchable, or out of memory: one by one below,
             results = [None] * len(todo)  # so that each cell's own failure is recorded)
         for c, res in zip(todo, results):
             c.result = res
     for c in todo:
         try:
-            # a small cell alone on one thread, as fastgt.run puts it (a step's barriers
-            # cost more than its rows): --threads-per-worker is for the big ones
-            alone = threads if c.elements >= SMALL_RUN else 1
-            c.finish(c.result if c.result is not None else run(**c.kwargs, threads=alone))
+            c.finish(c.result if c.result is not None else run(**c.kwargs))
         except Exception as err:  # noqa: BLE001 (a failing cell is recorded, the sweep goes on)
             c.fail(err)
-    return [(c.row, c.trace, c.meta) for c in cells]
 
 
 class _Prepared:
@@ -126,7 +137,6 @@ class _Prepared:
             self.meta["data_stamp"] = file_stamp(params["data"])
         try:
             self.kwargs = run_arguments(params, topologies)
-            self.elements = self.kwargs["topology"].n * params["d"]
             sp = self.kwargs["topology"].spectrum()
             self.row.update({k: float(getattr(sp, k)) for k in SPECTRUM_KEYS})
             key = json.dumps({k: v for k, v in params.items() if k != "seed"}, sort_keys=True)

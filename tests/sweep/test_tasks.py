@@ -3,6 +3,8 @@ estimated run time would pass the bound; estimates calibrated by measured times.
 
 import math
 
+import numpy as np
+
 from fastgt.sweep.cellrun import batch_key
 from fastgt.sweep.grid import make_cell
 from fastgt.sweep.tasks import BATCH_ELEMENTS, Planner, estimate
@@ -97,18 +99,27 @@ def test_a_graph_from_a_file_has_an_estimate(tmp_path):
     assert estimate(cell.params) == estimate(ring.params)
 
 
-def test_a_small_cell_alone_runs_on_one_thread_whatever_the_workers_have():
+def test_a_small_cell_alone_runs_on_one_thread_whatever_the_workers_have(tmp_path):
     """--threads-per-worker 2 is for big cells: a cell under SMALL_RUN node-dimensions runs
-    on one thread, as fastgt.run puts it (a user trial: tiny cells on two threads, slower);
-    the numbers are those of any thread count."""
+    on one thread, as fastgt.run puts it (a user trial: tiny cells on two threads, slower),
+    a data file's cell by the file's d (a review: the grid's default d counted); the
+    numbers are those of any thread count."""
     from fastgt.config import SMALL_RUN
     from fastgt.sweep.cellrun import run_cells
 
+    rng = np.random.default_rng(0)
+    wide = tmp_path / "wide.svm"  # 200 rows, d = 3000: n d = 6e5 on 200 nodes
+    wide.write_text("".join(
+        f"{rng.normal():.3f} " + " ".join(f"{j}:{rng.normal():.3f}" for j in
+                                          sorted(rng.choice(np.arange(1, 3000), 4, False)))
+        + " 3000:1\n" for _ in range(200)))
     small = make_cell({"topology": "ring", "n": 12, "d": 2, "steps": 4, "record_every": 2})
     big = make_cell({"topology": "ring", "n": SMALL_RUN // 50, "d": 50, "steps": 4,
                      "record_every": 2})
-    for cell, threads in ((small, 1), (big, 2)):
+    data = make_cell({"topology": "ring", "n": 200, "problem": "least_squares",
+                      "data": str(wide), "noise": "full", "steps": 2, "record_every": 2})
+    for cell, threads in ((small, 1), (big, 2), (data, 2)):
         (row, _, _), = run_cells([cell.params], threads=2)
         (ref, _, _), = run_cells([cell.params], threads=1)
-        assert row["threads"] == threads and row["status"] == "ok"
+        assert row["status"] == "ok" and row["threads"] == threads, row["error"]
         assert row["final_loss_nodes"] == ref["final_loss_nodes"]

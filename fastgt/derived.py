@@ -10,6 +10,7 @@ written: values live with the objects that computed them."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import io
 import secrets
 
@@ -18,54 +19,62 @@ import numpy as np
 #: what is kept, each in its own subdirectory
 KINDS = ("optimum", "spectrum", "eigenvalues")
 
-_dir: list = [None]  # the directory in use (a stack of one: cache_in nests by restoring)
+#: the directory in use: per thread (a Dask worker may run several tasks at once)
+_dir: contextvars.ContextVar = contextvars.ContextVar("derived_dir", default=None)
 
 
 @contextlib.contextmanager
 def cache_in(uri: str | None):
     """Keep derived values under ``uri`` (a sweep's DIR) within the block (None: nowhere)."""
-    saved, _dir[0] = _dir[0], uri
+    token = _dir.set(uri)
     try:
         yield
     finally:
-        _dir[0] = saved
+        _dir.reset(token)
 
 
 def active() -> bool:
     """Whether values are kept (within a sweep's cache_in)."""
-    return _dir[0] is not None
+    return _dir.get() is not None
 
 
 def _fs(kind: str):
     import fsspec
 
-    assert kind in KINDS, kind
-    fs, root = fsspec.core.url_to_fs(_dir[0])
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r}: allowed {', '.join(KINDS)}")
+    fs, root = fsspec.core.url_to_fs(_dir.get())
     return fs, f"{root.rstrip('/')}/{kind}"
 
 
 def load(kind: str, key: str, shape: tuple) -> np.ndarray | None:
     """The kept float64 array of ``kind`` and ``key`` if it has ``shape``, else None (no
-    directory in use, not there, unreadable, or another shape)."""
-    if _dir[0] is None:
+    directory in use, not there, unreadable for any reason, or another shape: the value
+    is then derived again; a kept value never fails a cell)."""
+    if _dir.get() is None:
         return None
     fs, root = _fs(kind)
     try:
         x = np.load(io.BytesIO(fs.cat_file(f"{root}/{key}.npy")), allow_pickle=False)
-    except (FileNotFoundError, ValueError, OSError):
+    except Exception:  # noqa: BLE001 (missing, empty, truncated, not an array, no access)
         return None
     return x if x.shape == shape and x.dtype == np.float64 else None
 
 
 def save(kind: str, key: str, x: np.ndarray) -> None:
     """Keep ``x`` (as float64) atomically: a temporary renamed into place, so that a reader
-    sees the whole array or none (two workers deriving the same value write equal bits)."""
-    if _dir[0] is None:
+    sees the whole array or none (two workers deriving the same value write equal bits).
+    A directory that cannot be written keeps nothing (the value was derived all the same)."""
+    if _dir.get() is None:
         return
     fs, root = _fs(kind)
-    fs.makedirs(root, exist_ok=True)
     buf = io.BytesIO()
     np.save(buf, np.asarray(x, dtype=np.float64), allow_pickle=False)
     tmp = f"{root}/.{key}.{secrets.token_hex(4)}.tmp"
-    fs.pipe_file(tmp, buf.getvalue())
-    fs.mv(tmp, f"{root}/{key}.npy")
+    try:
+        fs.makedirs(root, exist_ok=True)
+        fs.pipe_file(tmp, buf.getvalue())
+        fs.mv(tmp, f"{root}/{key}.npy")
+    except OSError:
+        with contextlib.suppress(OSError):
+            fs.rm(tmp)

@@ -308,9 +308,10 @@ def test_a_sweep_keeps_lanczos_and_dense_eigenvalues_once_per_graph(tmp_path, mo
             assert np.array_equal(lam, lam0) and calls["eigvalsh"] == 2
         kept = list((tmp_path / "eigenvalues").glob("*.npy"))
         assert [f.stem for f in kept] == [first.fingerprint()]
-        kept[0].write_bytes(b"not an array")
-        assert fastgt.topology("geometric", **kw).spectrum().gap2 == sp0.gap2
-        assert calls["eigvalsh"] == 3
+        for k, damaged in enumerate((b"not an array", b"")):  # "" raised EOFError (a review)
+            kept[0].write_bytes(damaged)
+            assert fastgt.topology("geometric", **kw).spectrum().gap2 == sp0.gap2
+            assert calls["eigvalsh"] == 3 + k
         er = {"n": 300, "prob": 0.05, "seed": 1}
         sparse_sp = [fastgt.topology("erdos_renyi", **er).spectrum(method="sparse")
                      for _ in range(2)]
@@ -319,3 +320,24 @@ def test_a_sweep_keeps_lanczos_and_dense_eigenvalues_once_per_graph(tmp_path, mo
         assert sparse_sp[1].method == "sparse"
     other = fastgt.topology("geometric", n=60, radius=0.3, seed=5)
     assert other.fingerprint() != first.fingerprint()
+
+
+def test_kept_values_never_fail_a_run_and_stay_with_their_thread(tmp_path):
+    """A directory that cannot be written keeps nothing and fails nothing; the directory
+    in use is the calling thread's (a Dask worker may run two sweeps' tasks at once)."""
+    import threading
+
+    from fastgt import derived
+
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the directory would go
+    with derived.cache_in(str(blocked / "sweep")):
+        sp = fastgt.topology("geometric", n=50, radius=0.35, seed=2).spectrum()
+    assert sp.method == "dense" and blocked.read_text() == ""
+    seen = []
+    with derived.cache_in(str(tmp_path)):
+        thread = threading.Thread(target=lambda: seen.append(derived.active()))
+        thread.start()
+        thread.join()
+        assert derived.active()
+    assert seen == [False]

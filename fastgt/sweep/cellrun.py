@@ -26,7 +26,8 @@ THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "M
 SUMMARY_KEYS = ("status", "diverged_step", "steps_done", "loop_time", "steps_per_s", "threads")
 SPECTRUM_KEYS = ("lambda2", "lambda_n", "p", "c", "p_eff")
 #: exact theory next to the simulated plateaus (fastgt.theory.theory_columns); graphs without a
-#: closed-form spectrum get it up to this many nodes (a dense eigvalsh per cell)
+#: closed-form spectrum get it up to this many nodes (a dense eigvalsh per graph, kept in
+#: the sweep's DIR: fastgt/derived.py)
 THEORY_DENSE_MAX = 4096
 
 

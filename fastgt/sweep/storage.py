@@ -11,8 +11,8 @@ Layout of an output directory DIR::
     DIR/claims/<R>                  a task being computed: {"pid", "host", ..., "state",
                                     "ids"} of the sweep doing it, state "queued" or "running"
     DIR/optimum/<key>.npy           optima of problems with data (fastgt/derived.py)
-    DIR/spectrum/<key>.npy          spectra and eigenvalues of graphs without closed
-    DIR/eigenvalues/<key>.npy       forms (fastgt/derived.py)
+    DIR/spectrum/<key>.npy          Lanczos spectra and dense eigenvalues of graphs
+    DIR/eigenvalues/<key>.npy       without closed forms (fastgt/derived.py)
 
 T is the writer's clock in ns (19 digits, zero-padded): names sort by age. Files of the
 first layout, ``cells/<id>.parquet`` with one row (and ``traces/<id>.parquet``), are read

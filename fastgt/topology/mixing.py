@@ -66,9 +66,10 @@ class MixingMatrix:
         return len(self.indices)
 
     def fingerprint(self) -> str:
-        """A hash of W's entries (n, the CSR arrays, the mean term): equal for equal
-        matrices however they were built; where a sweep keeps what it derived from W
-        (fastgt/derived.py)."""
+        """A hash of W's stored form (n, the CSR arrays, the mean term): equal for matrices
+        built alike (a family's parameters, one file), under which a sweep keeps what it
+        derived from W (fastgt/derived.py). Equal matrices stored otherwise (explicit zeros,
+        a dense mean) hash apart: their values are derived again, never confused."""
         import hashlib
 
         h = hashlib.blake2b(digest_size=16)

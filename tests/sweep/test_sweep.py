@@ -424,21 +424,29 @@ def test_max_batch_one_runs_cells_one_by_one(tmp_path):
         run_sweep(cells, str(tmp_path / "x"), workers=1, progress=False, max_batch=0)
 
 
-def test_a_graph_without_a_closed_form_is_decomposed_once_per_sweep(tmp_path):
+def test_a_graph_without_a_closed_form_is_decomposed_once_and_kept_in_dir(tmp_path):
     """Cells of one geometric graph in tasks of one cell each, over two workers: its
-    eigenvalues (spectrum and theory alike) are kept in DIR once, and every cell's columns
-    are those of a direct computation (a user trial: each cell decomposed the graph again,
-    minutes a cell at n = 4 10^4)."""
+    eigenvalues (spectrum and theory alike) are kept in DIR, once, and every cell's columns
+    are those of a direct computation; a later sweep's workers read them, not derive them
+    again (the file is not rewritten). A user trial: each cell decomposed the graph again,
+    minutes a cell at n = 4 10^4."""
     from fastgt.sweep.executors import run_sweep
     from fastgt.sweep.grid import parse_spec
 
-    cells = parse_spec('[run]\ntopology = "geometric"\nn = 40\nradius = 0.4\nd = 2\n'
-                       'steps = 20\nrecord_every = 10\n[[grid]]\nseed = [0, 1, 2, 3]\n').cells()
-    run_sweep(cells, str(tmp_path), workers=2, progress=False, max_batch=1)
+    spec = ('[run]\ntopology = "geometric"\nn = 40\nradius = 0.4\nd = 2\nsteps = 20\n'
+            'record_every = 10\n[[grid]]\nseed = [{}]\n')
+    run_sweep(parse_spec(spec.format("0, 1, 2, 3")).cells(), str(tmp_path), workers=2,
+              progress=False, max_batch=1)
     W = fastgt.topology("geometric", n=40, radius=0.4)
-    assert [f.stem for f in (tmp_path / "eigenvalues").glob("*.npy")] == [W.fingerprint()]
+    kept = list((tmp_path / "eigenvalues").glob("*.npy"))
+    assert [f.stem for f in kept] == [W.fingerprint()]
+    stamp = (kept[0].stat().st_ino, kept[0].stat().st_mtime_ns)
+    run_sweep(parse_spec(spec.format("4, 5")).cells(), str(tmp_path), workers=2,
+              progress=False, max_batch=1)
+    assert (kept[0].stat().st_ino, kept[0].stat().st_mtime_ns) == stamp
     df = load(str(tmp_path), traces=False)[0]
-    assert (df["lambda2"] == W.spectrum().lambda2).all() and (df["status"] == "ok").all()
+    assert len(df) == 6 and (df["status"] == "ok").all()
+    assert (df["lambda2"] == W.spectrum().lambda2).all()
     row = df.iloc[0]
     ref = fastgt.theory.theory_columns(W, "gt", row["stepsize"], row["sigma2"], "quadratic",
                                        row["noise"], 2, record_every=10)

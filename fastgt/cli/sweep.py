@@ -67,11 +67,8 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
 
     try:
         check_options(executor, scheduler, workers, threads_per_worker, max_batch, flush_seconds)
-    except FastGTError as err:  # in the options' terms: --max-batch, not max_batch
-        raise FastGTError(re.sub(r"(?<![\w'])(executor|scheduler|workers|threads_per_worker|"
-                                 r"max_batch|flush_seconds)(=| is)",
-                                 lambda m: "--" + m[1].replace("_", "-") + m[2].replace("=", " "),
-                                 str(err))) from None
+    except FastGTError as err:
+        raise _in_option_terms(err) from None
     gs = load_spec(spec, sets, params)
     cells = gs.cells()
     check_dir("--out", out, probe=not dry_run)  # a dry run writes nothing
@@ -87,6 +84,8 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
                            threads=threads_per_worker, scheduler=scheduler, force=force,
                            retry_failed=retry_failed, spec_text=gs.to_toml(), progress=not quiet,
                            max_batch=max_batch, flush_seconds=flush_seconds)
+    except FastGTError as err:  # a backend's: an unreachable scheduler, no dask
+        raise _in_option_terms(err) from None
     except KeyboardInterrupt as stop:
         click.echo(_interrupted(getattr(stop, "sweep_report", None)), err=True)
         sys.exit(143 if isinstance(stop, Terminated) else 130)
@@ -126,6 +125,20 @@ def _theory_notes(cells) -> None:
     if varying:
         click.echo(f"note: theory_* columns stay empty for {', '.join(varying)}: {TIME_VARYING}",
                    err=True)
+
+
+#: run_sweep's keyword arguments that are options of `fastgt grid`, as its errors name them
+_OPTIONS = re.compile(r"(?<![\w'-])(executor|scheduler|workers|threads_per_worker|max_batch|"
+                      r"flush_seconds)(=| is| needs)")
+
+
+def _in_option_terms(err: FastGTError) -> FastGTError:
+    """``err`` with the options named as the shell gives them (--max-batch 0 is invalid,
+    not max_batch=0), outside quoted values (a scheduler's address may hold any text)."""
+    parts = re.split(r"('[^']*')", str(err))
+    return FastGTError("".join(part if k % 2 else _OPTIONS.sub(
+        lambda m: "--" + m[1].replace("_", "-") + m[2].replace("=", " "), part)
+        for k, part in enumerate(parts)))
 
 
 class Terminated(KeyboardInterrupt):

@@ -702,6 +702,8 @@ def test_run_summary_says_what_ran_in_the_shells_names():
     (["--flush-seconds", "-1"], "--flush-seconds -1.0 is invalid"),
     (["--scheduler", "tcp://a:1"], "--scheduler is only for --executor 'dask'"),
     (["--executor", "dask", "--scheduler", "foo"], "a scheduler's address"),
+    (["--executor", "dask", "--scheduler", "tcp://h:1/?workers=3"],
+     "--scheduler 'tcp://h:1/?workers=3' is invalid"),  # a value as given (a review)
 ])
 def test_sweep_option_errors_name_the_options(tmp_path, args, fragment):
     """(A user trial: "max_batch=0 is invalid" where the option is --max-batch.)"""

@@ -274,10 +274,17 @@ def _dispatch(backend, planner: Planner, skip: _Skip, store: Store, pending: _Pe
     with tqdm(total=len(planner), unit="cell", disable=not progress or None, file=sys.stderr,
               dynamic_ncols=True, mininterval=0.5) as bar:
 
-        def show():  # after the tasks are submitted (after a finished task's, the next
-            running, queued = inflight.cells()  # queued one was always running, none queued)
-            bar.set_postfix(failed=report.failed, diverged=report.status["diverged"],
-                            running=running, queued=queued)
+        shown = {}
+
+        def show():
+            """The counts, once the next tasks are submitted (right after a task ends, the
+            queued one has always just started: none queued); redrawn when they change."""
+            running, queued = inflight.cells()
+            counts = {"failed": report.failed, "diverged": report.status["diverged"],
+                      "running": running, "queued": queued}
+            if counts != shown:
+                shown.update(counts)
+                bar.set_postfix(**counts)
 
         while planner or inflight:
             while planner and len(inflight) < backend.capacity:

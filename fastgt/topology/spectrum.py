@@ -105,7 +105,7 @@ def compute_spectrum(mm, vectors: bool = False, method: str = "auto") -> Spectru
         return _dense(mm, vectors)
     if vectors or not derived.active():
         return _sparse(mm, vectors)
-    key = f"{mm.fingerprint()}-{method}"  # Lanczos' values: kept by a sweep
+    key = mm.fingerprint()  # Lanczos' values (DIR/spectrum holds no others): kept by a sweep
     gaps = derived.load("spectrum", key, (2,))
     if gaps is not None:
         return Spectrum(float(gaps[0]), float(gaps[1]), method)

@@ -36,6 +36,7 @@ def test_a_warmup_in_another_process_leaves_this_one_nothing_to_compile(backgrou
 
     lines = [line for line in background_result.stdout.splitlines() if "ready in" in line]
     assert len(lines) == 2 * len(families()), background_result.stdout
+    assert all(line.endswith(f"(cache: {runtime.cache_dir()})") for line in lines), lines
     for kernels, _ in families():
         for algorithm in ALGORITHMS:
             for dtype in ("float32", "float64"):

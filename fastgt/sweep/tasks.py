@@ -20,6 +20,7 @@ and the load of a shared machine changes.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import deque
 
@@ -83,23 +84,40 @@ def estimate(params: dict, threads: int = 1, steps: int | None = None) -> float:
     return CELL_S + (params["steps"] if steps is None else steps) * per_step / threads
 
 
+def graph_key(params: dict) -> str:
+    """Which graph a cell runs on (its topology's family and parameters): cells of one
+    graph share its spectrum, derived once per sweep (fastgt/derived.py)."""
+    from ..flat import topology_params
+
+    name = params["topology"]
+    return json.dumps([name, {k: params[k] for k in topology_params(name) if k in params}],
+                      sort_keys=True)
+
+
 class Planner:
     """Cells grouped by ``batch_key``, handed out as tasks sized when they are asked for,
-    so that each one uses the measurements of the tasks finished before it."""
+    so that each one uses the measurements of the tasks finished before it. The first task
+    of every graph goes out before a second task of any: workers starting together then
+    decompose different graphs (a user trial: two workers both spent the first minutes of
+    a sweep on one graph's spectrum, the later tasks of which read it kept in DIR)."""
 
     def __init__(self, cells: list, slots: int, max_batch: int = MAX_BATCH, threads: int = 1,
                  seconds: float = TASK_SECONDS):
         groups: dict = {}
         for cell in cells:
             groups.setdefault(batch_key(cell.params), []).append(cell)
-        # [cells not yet handed out, the group's share for every slot]
-        self.pending = deque([group, math.ceil(len(group) / slots)] for group in groups.values())
+        # graph -> its groups, each [cells not yet handed out, the group's share per slot]
+        self.graphs: dict = {}
+        for group in groups.values():
+            self.graphs.setdefault(graph_key(group[0].params), deque()).append(
+                [group, math.ceil(len(group) / slots)])
+        self.unstarted = deque(self.graphs)  # graphs no task has gone out for
         self.max_batch, self.threads, self.limit = max_batch, threads, seconds
         self.ratio: dict = {}  # group key (None: any) -> measured / estimated, latest task
 
     def __len__(self) -> int:
         """Cells not yet handed out."""
-        return sum(len(group) for group, _ in self.pending)
+        return sum(len(group) for groups in self.graphs.values() for group, _ in groups)
 
     def seconds(self, cell) -> float:
         """A cell's estimated seconds, calibrated by the tasks finished so far."""
@@ -107,15 +125,20 @@ class Planner:
         return estimate(cell.params, self.threads) * ratio
 
     def next_task(self) -> list:
-        """The next cells to run together (all of one group)."""
-        entry = self.pending[0]
+        """The next cells to run together (all of one group): of a graph not started yet
+        if any, else of the first graph left."""
+        graph = self.unstarted.popleft() if self.unstarted else next(iter(self.graphs))
+        groups = self.graphs[graph]
+        entry = groups[0]
         group, share = entry
         fit = int(self.limit // self.seconds(group[0]))  # equal estimates within a group
         room = BATCH_ELEMENTS // (nodes(group[0].params) * group[0].params["d"])  # equal n, d
         size = max(1, min(self.max_batch, share, fit, room))
         task, entry[0] = group[:size], group[size:]
         if not entry[0]:
-            self.pending.popleft()
+            groups.popleft()
+            if not groups:
+                del self.graphs[graph]
         return task
 
     def observe(self, task: list, rows: list[dict]) -> None:

@@ -35,13 +35,30 @@ def test_tasks_stay_within_the_bound_whatever_the_cell_size():
     for task in tasks:
         assert len({batch_key(c.params) for c in task}) == 1
         assert len(task) == 1 or sum(planner.seconds(c) for c in task) <= LIMIT
-    sizes = [len(t) for t in tasks]
-    assert sizes[:3] == [16, 16, 8]  # tiny cells: max_batch, then the rest
+    assert [t[0] for t in tasks[:3]] == [tiny[0], mid[0], huge[0]]  # each graph first
+    sizes = {}
+    for task in tasks:
+        sizes.setdefault(task[0].params["n"], []).append(len(task))
+    assert sizes[12] == [16, 16, 8]  # tiny cells: max_batch, then the rest
     per_mid = estimate(mid[0].params)
     assert 0.2 < per_mid < LIMIT / 2  # several fit in a task, not 16
     fit = int(LIMIT // per_mid)
-    assert sizes[3:-3] == [fit] * (40 // fit) + [40 % fit] * (40 % fit > 0)
-    assert sizes[-3:] == [1, 1, 1] and estimate(huge[0].params) > LIMIT
+    assert sizes[300] == [fit] * (40 // fit) + [40 % fit] * (40 % fit > 0)
+    assert sizes[100_000] == [1, 1, 1] and estimate(huge[0].params) > LIMIT
+
+
+def test_workers_starting_together_take_different_graphs():
+    """Each graph's first task goes out before any graph's second (each worker's first task
+    decomposes a graph of its own: its spectrum is then kept for the others); groups of one
+    graph (two algorithms) follow one another; every cell goes out once."""
+    geo = [_cells(4, topology="geometric", n=50, radius=0.3, graph_seed=g, algorithm=a)
+           for g in (0, 1, 2) for a in ("gt", "dsgd")]
+    planner = Planner([c for group in geo for c in group], slots=2, seconds=LIMIT)
+    tasks = _drain(planner)
+    graphs = [t[0].params["graph_seed"] for t in tasks]
+    assert graphs[:3] == [0, 1, 2] and len(tasks) == 12
+    assert sorted(c.id for t in tasks for c in t) == sorted(c.id for g in geo for c in g)
+    assert [t[0].params["algorithm"] for t in tasks[3:7]] == ["gt", "dsgd", "dsgd", "gt"]
 
 
 def test_every_slot_gets_a_share_and_max_batch_caps_it():

@@ -699,6 +699,8 @@ def test_run_summary_says_what_ran_in_the_shells_names():
     (["--max-batch", "0"], "--max-batch 0 is invalid: allowed an integer >= 1"),
     (["--workers", "0"], "--workers 0 is invalid"),
     (["--threads-per-worker", "0"], "--threads-per-worker 0 is invalid"),
+    (["--threads-per-worker", "4096"], "--threads-per-worker 4096 is invalid: allowed an "
+                                       "integer in [1, "),  # the cores (a user trial)
     (["--flush-seconds", "-1"], "--flush-seconds -1.0 is invalid"),
     (["--scheduler", "tcp://a:1"], "--scheduler is only for --executor 'dask'"),
     (["--executor", "dask", "--scheduler", "foo"], "a scheduler's address"),

@@ -103,18 +103,29 @@ def run_cmd(threads, out, quiet, **kw):
     if click.get_current_context().get_parameter_source("d") is ParameterSource.DEFAULT:
         kw["d"] = None  # a data file's own, else the default
     built_problem(prob, W.n, kw["d"])  # a --d beside a data file: refused before the bar
-    bar = progress = None
+    done = [0]  # the steps run, for Ctrl-C's message
+    bar = None
     if not quiet:
         from tqdm import tqdm
 
         bar = tqdm(total=kw["steps"], unit="step", disable=None, file=sys.stderr)
 
-        def progress(t):
+    def progress(t):
+        done[0] = t
+        if bar is not None:
             bar.update(t - bar.n)
 
-    res = run(topology=W, problem=prob, threads=threads, progress=progress, **kw)
-    if bar is not None:
-        bar.close()
+    try:
+        res = run(topology=W, problem=prob, threads=threads, progress=progress, **kw)
+    except KeyboardInterrupt:
+        if bar is not None:  # closed first: the message on a line of its own
+            bar.close()
+        click.echo(f"interrupted at step {done[0]} of {kw['steps']}: nothing written",
+                   err=True)
+        sys.exit(130)
+    finally:
+        if bar is not None:
+            bar.close()
     closed = None  # | head left (the trace's or the summary's reader): a divergence is
     try:  # still said, exit 3
         if out:  # before the summary: a pipe closed early (| head) must not lose the file

@@ -699,8 +699,8 @@ def test_run_summary_says_what_ran_in_the_shells_names():
     (["--max-batch", "0"], "--max-batch 0 is invalid: allowed an integer >= 1"),
     (["--workers", "0"], "--workers 0 is invalid"),
     (["--threads-per-worker", "0"], "--threads-per-worker 0 is invalid"),
-    (["--threads-per-worker", "4096"], "--threads-per-worker 4096 is invalid: allowed an "
-                                       "integer in [1, "),  # the cores (a user trial)
+    (["--threads-per-worker", "4096"],  # at most the cores (a user trial)
+     "--threads-per-worker 4096 is invalid: allowed an integer in [1, "),
     (["--flush-seconds", "-1"], "--flush-seconds -1.0 is invalid"),
     (["--scheduler", "tcp://a:1"], "--scheduler is only for --executor 'dask'"),
     (["--executor", "dask", "--scheduler", "foo"], "a scheduler's address"),
@@ -713,3 +713,29 @@ def test_sweep_option_errors_name_the_options(tmp_path, args, fragment):
     spec.write_text('topology = "ring"\nn = 8\nsteps = 2\n')
     err = one_error(invoke("grid", spec, "--out", tmp_path / "g", *args), 2, fragment)
     assert "_" not in err.split(" is ")[0]
+
+
+def test_ctrl_c_of_a_run_says_where_it_stopped(monkeypatch, tmp_path):
+    """Ctrl-C within a run (here: raised from its progress callback at step 3, the run's
+    kernel calls made one step each) is one line on a line of its own, saying the step
+    reached and that nothing was written; exit 130 (a user trial: "interrupted" went onto
+    the progress bar's line)."""
+    from fastgt import engine, runner
+
+    real = runner.run
+
+    def interrupted(**kw):
+        def progress(t):
+            kw_progress(t)
+            if t == 3:
+                raise KeyboardInterrupt
+        kw_progress = kw["progress"]
+        return real(**{**kw, "progress": progress})
+
+    monkeypatch.setattr(engine, "CALL_S", 1e-12)
+    monkeypatch.setattr(runner, "run", interrupted)
+    out = tmp_path / "t.csv"
+    res = invoke("run", "--n", 8, "--d", 2, "--steps", 50, "--record-every", 50, "--quiet",
+                 "--out", out)
+    assert res.exit_code == 130 and not out.exists()
+    assert res.output.strip() == "interrupted at step 3 of 50: nothing written"

@@ -53,7 +53,8 @@ def topo(name, vectors, method, as_json, **kw):
     sp = W.spectrum(vectors=vectors, method=method)
     shape = ({"nnz": W.nnz, "mean_weight": W.mean_weight} if W.static else
              {"period": "drawn every step" if W.drawn else len(W.period)})
-    out = {"topology": W.name, **W.params, "n": W.n, **shape, **sp.as_dict()}
+    flat = {TOPO_RENAME.get(k, k): v for k, v in W.params.items()}  # graph_seed, as given
+    out = {"topology": W.name, **flat, "n": W.n, **shape, **sp.as_dict()}
     if vectors:
         out["u"], out["v"] = sp.u.tolist(), sp.v.tolist()
     if as_json:

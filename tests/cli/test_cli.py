@@ -4,6 +4,7 @@ with the documented exit codes, every option described, files as topologies.
 In-process (click's CliRunner) unless the point is the process itself."""
 
 import inspect
+import json
 import os
 import re
 import subprocess
@@ -739,3 +740,11 @@ def test_ctrl_c_of_a_run_says_where_it_stopped(monkeypatch, tmp_path):
                  "--out", out)
     assert res.exit_code == 130 and not out.exists()
     assert res.output.strip() == "interrupted at step 3 of 50: nothing written"
+
+
+def test_topo_names_the_graphs_seed_as_the_shell_does():
+    """(A user trial: `fastgt topo ... --graph-seed 3` printed seed 3, text and JSON.)"""
+    args = ("topo", "erdos_renyi", "--n", 30, "--prob", 0.3, "--graph-seed", 3)
+    table = json.loads(invoke(*args, "--json").output)
+    assert table["graph_seed"] == 3 and "seed" not in table
+    assert re.search(r"^ *graph_seed +3$", invoke(*args).output, re.MULTILINE)

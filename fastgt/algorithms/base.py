@@ -32,6 +32,22 @@ CHAIN_BYTES = 768 << 10
 SAMPLE = 4096
 
 
+def available_memory() -> int | None:
+    """Bytes of memory the machine has available now (Linux: MemAvailable), or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
+
+
 def aligned(shape, at: int = 0, dtype=np.float64) -> np.ndarray:
     """A zeroed array (float64 unless ``dtype``) whose data starts ``at`` bytes (a multiple
     of LINE) past a page boundary (np.zeros: calloc, so a big one costs no pass of its own).
@@ -232,6 +248,8 @@ class Batch:
         # (Problem.in_dtype); sums, scratch rows, weights and noise rows stay float64
         self.dtype = np.dtype(dtype)
         item = self.dtype.itemsize
+        # the state's bytes so far (new_rows), refused beyond the memory available
+        self.reserved, self.available = 0, available_memory()
         # whole lines of the state's rows (16 floats, 8 doubles): float64 rows of dp (sums,
         # scratch, the problem's arrays) are then whole lines too
         lanes = LINE // item
@@ -265,7 +283,14 @@ class Batch:
     def new_rows(self, *lead: int, at: int = 0) -> np.ndarray:
         """A zeroed state array of shape (*lead, rows, dp) starting ``at`` bytes past a
         page: the step kernels read and write rows of several such arrays in one pass, so
-        each gets its own quarter or eighth of a page (4K aliasing, as for ``rows``)."""
+        each gets its own quarter or eighth of a page (4K aliasing, as for ``rows``).
+        MemoryError, before any is touched, once the state would need more memory than the
+        machine has available (such a run grew for a minute, slowing the whole machine,
+        before an allocation failed)."""
+        self.reserved += math.prod((*lead, self.rows, self.dp)) * self.dtype.itemsize
+        if self.available is not None and self.reserved > self.available:
+            raise MemoryError(f"the state of this run needs {_size(self.reserved)} or more, "
+                              f"{_size(self.available)} are available")
         return aligned((*lead, self.rows, self.dp), at, self.dtype)
 
     def widen(self, M: np.ndarray, dtype=np.float64) -> np.ndarray:

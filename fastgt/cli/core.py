@@ -31,6 +31,11 @@ from .exits import ResultError, user_errors
 TRACE_FORMATS = ("parquet", "pq", "csv")
 
 
+#: graphs without a closed form beyond this many nodes: `fastgt topo` says that their
+#: spectrum may take a while (a user trial: 179 s without a word at n = 15000)
+LANCZOS_NOTE = 5000
+
+
 @click.command("topo", help=f"""Spectrum of topology NAME: lambda2, lambda_n, delta, p, c, p_eff (the
 per-step contraction over a period of a time-varying topology; p for a static one).
 
@@ -50,6 +55,9 @@ def topo(name, vectors, method, as_json, **kw):
     from ..flat import flat_topology
 
     W = flat_topology(name, topo_params(kw))
+    if W.static and W.structure is None and W.n > LANCZOS_NOTE and method in ("auto", "sparse"):
+        click.echo(f"fastgt: the spectrum of this {W.name} graph of n={W.n} by Lanczos: minutes "
+                   "at n of 10^4 and more (Ctrl-C stops it)...", err=True)
     sp = W.spectrum(vectors=vectors, method=method)
     shape = ({"nnz": W.nnz, "mean_weight": W.mean_weight} if W.static else
              {"period": "drawn every step" if W.drawn else len(W.period)})

@@ -748,3 +748,15 @@ def test_topo_names_the_graphs_seed_as_the_shell_does():
     table = json.loads(invoke(*args, "--json").output)
     assert table["graph_seed"] == 3 and "seed" not in table
     assert re.search(r"^ *graph_seed +3$", invoke(*args).output, re.MULTILINE)
+
+
+def test_topo_says_when_a_spectrum_may_take_minutes(monkeypatch):
+    """(A user trial: 179 s without a word for a geometric graph of 15000 nodes.) Graphs
+    without a closed form beyond LANCZOS_NOTE nodes get a line first; closed forms none."""
+    from fastgt.cli import core
+
+    monkeypatch.setattr(core, "LANCZOS_NOTE", 20)
+    res = invoke("topo", "geometric", "--n", 30, "--radius", 0.4, "--method", "sparse")
+    assert res.exit_code == 0 and res.output.startswith(
+        "fastgt: the spectrum of this geometric graph of n=30 by Lanczos")
+    assert "Lanczos" not in invoke("topo", "ring", "--n", 30).output

@@ -126,10 +126,10 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     ``view``: the algorithm's views of cell c (it names its arrays); ``cm``: CellMix;
     ``co``: oracles.CellOracle, ``node``: oracles.Node (node i's noise, key and block:
     the problem's grad_row takes both); ``last``: the last step before a record (what
-    the metrics read must then be written: run_steps' ``writes``); ``draw``: False in a phase that evaluates no
-    gradient (no gaussian noise drawn). ``row`` is inlined: one loop, as if written in
-    place. An algorithm's block function calling this is compiled with BLOCK_FLAGS
-    (config.py: no reference counting)."""
+    the metrics read must then be written: run_steps' ``writes``); ``draw``: False in a
+    phase that evaluates no gradient (no gaussian noise drawn). ``row`` is inlined: one
+    loop, as if written in place. An algorithm's block function calling this is compiled
+    with BLOCK_FLAGS (config.py: no reference counting)."""
     n = mix.indptr.shape[1] - 1  # the state may have more (zero) rows: Batch.rows
     nb = state.scratch.shape[1]
     pc = state.part[c]

@@ -34,7 +34,7 @@ from .params import PARAMS
 from .precision import rounding_limited, step_floors
 from .problems import NOISES, make_noise
 from .problems import problem as get_problem
-from .runtime import numba_threads
+from .runtime import numba_threads, signals_deferred
 from .topology import MixingMatrix, TimeVarying
 
 #: seconds a kernel call runs, about (engine._Calls), and how much longer a call may be
@@ -220,7 +220,8 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
             end = min(t + record_every - t % record_every, steps)
             while t < end:  # in calls of about CALL_S: Ctrl-C and progress between them
                 k = calls.next(end - t)
-                cur = algo.advance(batch, arrays, cur, t, k, by_cells, t + k == end)
+                with signals_deferred():  # a Ctrl-C while numba unpacks the arguments
+                    cur = algo.advance(batch, arrays, cur, t, k, by_cells, t + k == end)
                 t += k
                 calls.took(k)
                 if progress is not None:

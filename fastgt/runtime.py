@@ -1,5 +1,5 @@
-"""Thread control, threading-layer facts, and whether the compile cache is warm (the
-warm-up itself, which runs the engine, is fastgt.warmup)."""
+"""Thread control, threading-layer facts, signals deferred over a block, and whether the
+compile cache is warm (the warm-up itself, which runs the engine, is fastgt.warmup)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,37 @@ def numba_threads(threads: int | None):
         yield threads
     finally:
         numba.set_num_threads(old)
+
+
+@contextmanager
+def signals_deferred():
+    """A Ctrl-C or SIGTERM inside the block is handled at its end (however the block ends)
+    by the handler in place before it, a second one at once (main thread only)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught, previous = [], {}
+
+    def restore():
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+    def record(signum, frame):
+        caught.append(signum)
+        if len(caught) == 2:  # insisted on: now
+            restore()
+            signal.raise_signal(signum)
+
+    previous.update({s: signal.signal(s, record) for s in (signal.SIGINT, signal.SIGTERM)})
+    try:
+        yield
+    finally:
+        restore()
+        if len(caught) == 1:
+            signal.raise_signal(caught[0])
 
 
 def threading_layer() -> str:

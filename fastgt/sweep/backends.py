@@ -25,8 +25,8 @@ import re
 import sys
 
 from ..errors import FastGTError, check_choice, check_float, check_int
+from ..runtime import signals_deferred
 from .cellrun import THREAD_ENV, one_line, ping, run_cells, warm_cache, worker_init
-from .signals import signals_deferred
 
 EXECUTORS = ("local", "dask")
 DASK_HINT = "pip install 'fastgt[dask]'"

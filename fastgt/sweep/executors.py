@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 from ..data import file_stamp
 from ..errors import check_float
 from ..params import IMPLICIT, inapplicable
+from ..runtime import signals_deferred
 from .backends import LostTask, check_options, make_backend
 from .report import SweepReport
-from .signals import signals_deferred, stops
+from .signals import stops
 from .tasks import FLUSH_ROWS, FLUSH_SECONDS, MAX_BATCH, TASK_SECONDS, Planner
 
 if TYPE_CHECKING:

@@ -253,3 +253,23 @@ def test_a_run_returns_to_python_between_short_kernel_calls(algorithm, monkeypat
         assert np.array_equal(got.trace.to_numpy(), ref.trace.to_numpy(), equal_nan=True)
         for key in ref.state:
             assert np.array_equal(got.state[key], ref.state[key])
+
+
+def test_a_ctrl_c_during_a_kernel_call_stops_the_run_after_it():
+    """A SIGINT that lands while a kernel call runs (or while numba unpacks its arguments:
+    a review saw a TypeError traceback in 1 of 19 Ctrl-Cs) is raised as KeyboardInterrupt
+    once the call ends, between calls."""
+    import os
+    import signal
+    import threading
+
+    seen = []
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fastgt.run(topology="ring", n=2000, d=50, steps=10**8, record_every=10**8,
+                       noise="none", progress=seen.append, threads=1)
+    finally:
+        timer.cancel()
+    assert seen and seen[-1] < 10**8  # stopped between calls, long before the end

@@ -596,7 +596,7 @@ def test_a_second_stop_during_the_clean_up_keeps_the_finished_cells_and_their_co
 
 
 def test_signals_in_a_deferred_block_are_handled_at_its_end_or_at_once_when_repeated():
-    from fastgt.sweep.signals import signals_deferred
+    from fastgt.runtime import signals_deferred
 
     # the block failed: the signal still acts
     with pytest.raises(KeyboardInterrupt) as stop, signals_deferred():

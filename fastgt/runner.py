@@ -4,6 +4,7 @@ fastgt.warmup), then the engine runs (fastgt.engine). No file I/O."""
 
 from __future__ import annotations
 
+from .algorithms.base import check_memory, least_state
 from .engine import CELL_KEYS, RunResult, execute, prepare
 from .errors import FastGTError
 from .flat import build, table_topology
@@ -55,6 +56,8 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
                           "(topology='ring', n=30) or a built one (fastgt.topology('ring', "
                           "n=30))")
     if params or isinstance(topology, str):
+        if isinstance(topology, str):
+            check_state_fits(params, d, dtype)
         topology, problem = build(topology, problem, params)
     if topology_y is not None:
         topology_y = table_topology(topology_y)
@@ -63,6 +66,15 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
                      record_every=record_every, threads=threads, progress=progress,
                      local_steps=local_steps, allow_unstable=allow_unstable,
                      topology_y=topology_y, dtype=dtype)[0]
+
+
+def check_state_fits(params: dict, d: int | None, dtype: str) -> None:
+    """Before a family's graph is built (its arrays alone, at n = 10^8, take a minute and
+    gigabytes to fill): MemoryError if even the least state of n nodes (flat ``params``) of
+    dimension d (1 if not known) would not fit in the memory available."""
+    n = params.get("n") or params.get("rows", 0) * params.get("cols", 0)
+    if isinstance(n, int) and n > 0:
+        check_memory(least_state(n, d if isinstance(d, int) and d > 0 else 1, dtype))
 
 
 def run_batch(cells: list[dict], algorithm: str = "gt", problem="quadratic",

@@ -33,15 +33,32 @@ SAMPLE = 4096
 
 
 def available_memory() -> int | None:
-    """Bytes of memory the machine has available now (Linux: MemAvailable), or None."""
+    """Bytes of memory the machine has available now (Linux: MemAvailable), or None (not
+    known, or reported as 0)."""
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    return int(line.split()[1]) * 1024 or None
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def check_memory(need: int) -> None:
+    """MemoryError if ``need`` bytes pass the memory available."""
+    avail = available_memory()
+    if avail is not None and need > avail:
+        raise MemoryError(f"the state of this run needs {_size(need)} or more, {_size(avail)} "
+                          "are available")
+
+
+def least_state(n: int, d: int, dtype) -> int:
+    """The fewest bytes any algorithm's state takes: its mixed array, double-buffered, of n
+    rows of d values padded to whole lines."""
+    item = np.dtype(dtype).itemsize
+    lanes = LINE // item
+    return 2 * n * (-(-d // lanes) * lanes) * item
 
 
 def _size(nbytes: int) -> str:
@@ -248,8 +265,7 @@ class Batch:
         # (Problem.in_dtype); sums, scratch rows, weights and noise rows stay float64
         self.dtype = np.dtype(dtype)
         item = self.dtype.itemsize
-        # the state's bytes so far (new_rows), refused beyond the memory available
-        self.reserved, self.available = 0, available_memory()
+        self.reserved = 0  # the state's bytes so far (new_rows: refused beyond the memory)
         # whole lines of the state's rows (16 floats, 8 doubles): float64 rows of dp (sums,
         # scratch, the problem's arrays) are then whole lines too
         lanes = LINE // item
@@ -288,9 +304,7 @@ class Batch:
         machine has available (such a run grew for a minute, slowing the whole machine,
         before an allocation failed)."""
         self.reserved += math.prod((*lead, self.rows, self.dp)) * self.dtype.itemsize
-        if self.available is not None and self.reserved > self.available:
-            raise MemoryError(f"the state of this run needs {_size(self.reserved)} or more, "
-                              f"{_size(self.available)} are available")
+        check_memory(self.reserved)
         return aligned((*lead, self.rows, self.dp), at, self.dtype)
 
     def widen(self, M: np.ndarray, dtype=np.float64) -> np.ndarray:

@@ -103,14 +103,15 @@ def run_cmd(threads, out, quiet, **kw):
 
     from ..engine import built_problem
     from ..flat import build
-    from ..runner import run
+    from ..runner import check_state_fits, run
 
     if out and out != "-":
         check_file("--out", out, TRACE_FORMATS, bare=True)
     params = flat_params(kw, "topology") | flat_params(kw, "problem")
-    W, prob = build(kw.pop("topology"), kw.pop("problem"), params)
     if click.get_current_context().get_parameter_source("d") is ParameterSource.DEFAULT:
         kw["d"] = None  # a data file's own, else the default
+    check_state_fits(params, kw["d"], kw["dtype"])  # before the graph is built
+    W, prob = build(kw.pop("topology"), kw.pop("problem"), params)
     built_problem(prob, W.n, kw["d"])  # a --d beside a data file: refused before the bar
     done = [0]  # the steps run, for Ctrl-C's message
     bar = None

@@ -55,7 +55,7 @@ def topo(name, vectors, method, as_json, **kw):
     from ..flat import flat_topology
 
     W = flat_topology(name, topo_params(kw))
-    if W.static and W.structure is None and W.n > LANCZOS_NOTE and method in ("auto", "sparse"):
+    if W.static and W.structure is None and W.n > LANCZOS_NOTE and method != "dense":
         click.echo(f"fastgt: the spectrum of this {W.name} graph of n={W.n} by Lanczos: minutes "
                    "at n of 10^4 and more (Ctrl-C stops it)...", err=True)
     sp = W.spectrum(vectors=vectors, method=method)

@@ -112,12 +112,13 @@ class Planner:
             self.graphs.setdefault(graph_key(group[0].params), deque()).append(
                 [group, math.ceil(len(group) / slots)])
         self.unstarted = deque(self.graphs)  # graphs no task has gone out for
+        self.left = len(cells)  # cells not yet handed out (len: asked on every loop pass)
         self.max_batch, self.threads, self.limit = max_batch, threads, seconds
         self.ratio: dict = {}  # group key (None: any) -> measured / estimated, latest task
 
     def __len__(self) -> int:
         """Cells not yet handed out."""
-        return sum(len(group) for groups in self.graphs.values() for group, _ in groups)
+        return self.left
 
     def seconds(self, cell) -> float:
         """A cell's estimated seconds, calibrated by the tasks finished so far."""
@@ -135,6 +136,7 @@ class Planner:
         room = BATCH_ELEMENTS // (nodes(group[0].params) * group[0].params["d"])  # equal n, d
         size = max(1, min(self.max_batch, share, fit, room))
         task, entry[0] = group[:size], group[size:]
+        self.left -= len(task)
         if not entry[0]:
             groups.popleft()
             if not groups:

@@ -46,8 +46,6 @@ def run_arguments(params: dict, topologies: dict | None = None) -> dict:
                                                                       topologies)}
 
 
-
-
 def batch_key(params: dict) -> str:
     """Cells with equal keys can share one compiled loop (fastgt.run_batch)."""
     return json.dumps({k: v for k, v in params.items() if k not in PER_CELL}, sort_keys=True)

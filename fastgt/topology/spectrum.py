@@ -83,7 +83,6 @@ class Spectrum(SpectralSummary):
         return self.p
 
 
-
 def compute_spectrum(mm, vectors: bool = False, method: str = "auto") -> Spectrum:
     check_choice("method", method, METHODS)
     if method == "auto":

@@ -183,8 +183,7 @@ def _print_summary(res, W, err: bool = False) -> None:
     summary, config = res.summary, res.config
     first = res.records[0]  # step 0's record (not res.trace: no pandas for a summary)
     absent = {m for q, m in enumerate(METRICS, start=1) if first[q] != first[q]}
-    flat = ", ".join(f"{TOPO_RENAME.get(k, k)}={v}" for k, v in W.params.items())
-    ran = {"algorithm": config["algorithm"], "topology": f"{W.name}({flat})",  # graph_seed
+    ran = {"algorithm": config["algorithm"], "topology": W.describe(),
            "problem": config["problem"], "noise": config["noise"],
            "stepsize": config["stepsize"], "seed": config["seed"]}
     ran |= {k: config[k] for k in ("local_steps", "topology_y", "dtype")

@@ -8,20 +8,15 @@ import inspect
 
 from ..errors import FastGTError, bad, check_choice
 from .families import STATIC
-from .mixing import MixingMatrix, validate
+from .mixing import TOPO_RENAME, MixingMatrix, validate
 from .spectrum import Spectrum
 from .varying import VARYING, PeriodSpectrum, TimeVarying
 
-__all__ = ["FAMILIES", "VARYING", "MixingMatrix", "PeriodSpectrum", "Spectrum", "TimeVarying",
-           "family_params", "topology", "validate"]
+__all__ = ["FAMILIES", "TOPO_RENAME", "VARYING", "MixingMatrix", "PeriodSpectrum", "Spectrum",
+           "TimeVarying", "family_params", "topology", "validate"]
 
 #: every family by name: the static ones, then the time-varying ones
 FAMILIES = {**STATIC, **VARYING}
-
-
-#: a family's parameter name -> its flat name (grid files, the CLI, topology tables): the
-#: family's own seed is graph_seed, from_matrix's W is matrix
-TOPO_RENAME = {"seed": "graph_seed", "W": "matrix"}
 
 
 def family_params(name: str) -> dict:

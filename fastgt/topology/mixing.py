@@ -18,6 +18,16 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 TOL = 1e-12
+#: a family's parameter name -> its flat name (grid files, the CLI, topology tables): the
+#: family's own seed is graph_seed, from_matrix's W is matrix
+TOPO_RENAME = {"seed": "graph_seed", "W": "matrix"}
+
+
+def describe(name: str, params: dict) -> str:
+    """A topology as messages, summaries and a run's config show it: its family and its
+    parameters by their flat names (graph_seed: a run's seed is another)."""
+    ps = ", ".join(f"{TOPO_RENAME.get(k, k)}={v}" for k, v in params.items())
+    return f"{name}({ps})"
 
 
 @dataclass(eq=False)
@@ -94,8 +104,7 @@ class MixingMatrix:
         return self.sparse_part() @ x + self.mean_weight * x.mean(axis=0, keepdims=x.ndim > 1)
 
     def describe(self) -> str:
-        ps = ", ".join(f"{k}={v}" for k, v in self.params.items())
-        return f"{self.name}({ps})"
+        return describe(self.name, self.params)
 
     def __repr__(self) -> str:
         return (f"MixingMatrix({self.describe()}, n={self.n}, nnz={self.nnz}, "

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DegenerateGraphError, FastGTError, bad, check_int
-from .mixing import TOL, MixingMatrix
+from .mixing import TOL, MixingMatrix, describe
 from .spectrum import SpectralSummary
 
 #: a product over one period with ||.||_2 below this averages exactly (p_eff = 1):
@@ -94,8 +94,7 @@ class TimeVarying:
         return self.drawn or all(_symmetric(m) for m in self.period)
 
     def describe(self) -> str:
-        ps = ", ".join(f"{k}={v}" for k, v in self.params.items())
-        return f"{self.name}({ps})"
+        return describe(self.name, self.params)
 
     def __repr__(self) -> str:
         kind = "a matching drawn every step" if self.drawn else f"period {len(self.period)}"

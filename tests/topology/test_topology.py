@@ -495,3 +495,15 @@ def test_cli_errors(args, match):
     errors = [line for line in res.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and match in errors[0]
     assert "Traceback" not in res.output
+
+
+def test_a_topology_is_described_by_its_flat_names():
+    """A graph's seed is graph_seed wherever a topology is shown (the run summary's
+    topology_y, a run's config, theory's messages): seed there is the run's (a review)."""
+    W = fastgt.topology("erdos_renyi", n=20, prob=0.5, seed=3)
+    assert W.describe() == "erdos_renyi(n=20, prob=0.5, graph_seed=3, weights=metropolis)"
+    cyc = fastgt.topology("cycle", matrices=[W, fastgt.topology("ring", n=20)])
+    assert "graph_seed=3" in cyc.describe() and "seed=3" not in cyc.describe().replace(
+        "graph_seed", "")
+    res = fastgt.run(topology="ring", n=20, d=2, steps=2, topology_y=W)
+    assert res.config["topology_y"] == W.describe()

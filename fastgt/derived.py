@@ -78,3 +78,17 @@ def save(kind: str, key: str, x: np.ndarray) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             fs.rm(tmp)
+
+
+def kept(kind: str, key, shape: tuple, derive) -> np.ndarray:
+    """The value of ``kind`` and ``key`` (a callable giving the key: it is computed only
+    within a sweep), read if kept, else ``derive()`` (a float64 array of ``shape``) and
+    kept: the one way every derived value goes."""
+    if not active():
+        return derive()
+    key = key() if callable(key) else key
+    x = load(kind, key, shape)
+    if x is None:
+        x = np.asarray(derive(), dtype=np.float64)
+        save(kind, key, x)
+    return x

@@ -325,13 +325,12 @@ class SampleProblem(Problem):
     @property
     def xstar(self) -> np.ndarray:
         if "xstar" not in self.optimum:
-            x = derived.load("optimum", self.key, (self.d,))
-            if x is None:
-                from .optimum import solve
+            def derive():
+                from .optimum import solve  # scipy's solvers: only when not kept
 
-                x = solve(self)
-                derived.save("optimum", self.key, x)
-            self.optimum["xstar"] = x
+                return solve(self)
+
+            self.optimum["xstar"] = derived.kept("optimum", self.key, (self.d,), derive)
         return self.optimum["xstar"]
 
     @property

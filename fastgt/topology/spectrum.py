@@ -102,15 +102,12 @@ def compute_spectrum(mm, vectors: bool = False, method: str = "auto") -> Spectru
             raise bad("method", method, f"'auto', 'closed' or 'sparse' for n={mm.n} > "
                       f"{DENSE_FORCE_MAX} (a dense n x n matrix)")
         return _dense(mm, vectors)
-    if vectors or not derived.active():
+    if vectors:
         return _sparse(mm, vectors)
-    key = mm.fingerprint()  # Lanczos' values (DIR/spectrum holds no others): kept by a sweep
-    gaps = derived.load("spectrum", key, (2,))
-    if gaps is not None:
-        return Spectrum(float(gaps[0]), float(gaps[1]), method)
-    sp = _sparse(mm, vectors)
-    derived.save("spectrum", key, np.array([sp.gap2, sp.gapn]))
-    return sp
+    # Lanczos' values (DIR/spectrum holds no others), kept by a sweep
+    gaps = derived.kept("spectrum", mm.fingerprint, (2,),
+                        lambda: np.array([(sp := _sparse(mm, False)).gap2, sp.gapn]))
+    return Spectrum(float(gaps[0]), float(gaps[1]), "sparse")
 
 
 def dense_eigenvalues(mm) -> np.ndarray:
@@ -118,15 +115,13 @@ def dense_eigenvalues(mm) -> np.ndarray:
     (the spectrum and the theory's modes share it) and kept by a sweep (fastgt/derived.py:
     seconds at n = 2048, a minute at 4096)."""
     if "eigenvalues" not in mm._spectra:
-        key = mm.fingerprint() if derived.active() else None
-        lam = None if key is None else derived.load("eigenvalues", key, (mm.n,))
-        if lam is None:
+        def derive():
             import scipy.linalg as sla  # lazily, as _sparse's solver: most runs need neither
 
-            lam = sla.eigvalsh(mm.to_dense(), overwrite_a=True, check_finite=False)
-            if key is not None:
-                derived.save("eigenvalues", key, lam)
-        mm._spectra["eigenvalues"] = lam
+            return sla.eigvalsh(mm.to_dense(), overwrite_a=True, check_finite=False)
+
+        mm._spectra["eigenvalues"] = derived.kept("eigenvalues", mm.fingerprint, (mm.n,),
+                                                  derive)
     return mm._spectra["eigenvalues"]
 
 

@@ -145,12 +145,23 @@ def flat_problem(name: str, params: dict) -> ProblemSpec:
     return problem(name, **split(None, name, params)[1])
 
 
-def cell_topology(params: dict, memo: dict | None = None) -> MixingMatrix:
-    """A sweep cell's mixing matrix, from its canonical parameters (those of fastgt.sweep.grid,
-    which hold the run's own too); memo as in flat_topology."""
+def cell_graph(params: dict) -> tuple[str, dict]:
+    """A sweep cell's topology family and its flat parameters, from the cell's canonical
+    parameters (those of fastgt.sweep.grid, which hold the run's own too)."""
     name = params["topology"]
-    return flat_topology(name, {k: params[k] for k in topology_params(name) if k in params},
-                         memo)
+    return name, {k: params[k] for k in topology_params(name) if k in params}
+
+
+def cell_topology(params: dict, memo: dict | None = None) -> MixingMatrix:
+    """A sweep cell's mixing matrix; memo as in flat_topology."""
+    return flat_topology(*cell_graph(params), memo)
+
+
+def flat_nodes(params: dict) -> int | None:
+    """The nodes n that flat parameters give (n, or rows x cols), None if they do not (a
+    graph from a file)."""
+    n = params.get("n") or params.get("rows", 0) * params.get("cols", 0)
+    return n if isinstance(n, int) and n > 0 else None
 
 
 def cell_problem(params: dict) -> ProblemSpec:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .algorithms.base import check_memory, least_state
 from .engine import CELL_KEYS, RunResult, execute, prepare
 from .errors import FastGTError
-from .flat import build, table_topology
+from .flat import build, flat_nodes, table_topology
 from .metrics import METRICS
 from .topology import MixingMatrix
 from .warmup import ensure_warm
@@ -72,8 +72,8 @@ def check_state_fits(params: dict, d: int | None, dtype: str) -> None:
     """Before a family's graph is built (its arrays alone, at n = 10^8, take a minute and
     gigabytes to fill): MemoryError if even the least state of n nodes (flat ``params``) of
     dimension d (1 if not known) would not fit in the memory available."""
-    n = params.get("n") or params.get("rows", 0) * params.get("cols", 0)
-    if isinstance(n, int) and n > 0:
+    n = flat_nodes(params)
+    if n is not None:
         check_memory(least_state(n, d if isinstance(d, int) and d > 0 else 1, dtype))
 
 

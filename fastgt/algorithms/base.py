@@ -45,8 +45,15 @@ def available_memory() -> int | None:
     return None
 
 
+#: states smaller than this are not checked against the memory available (no read of
+#: /proc/meminfo for every small run)
+MEMORY_CHECKED = 256 << 20
+
+
 def check_memory(need: int) -> None:
-    """MemoryError if ``need`` bytes pass the memory available."""
+    """MemoryError if ``need`` bytes (from MEMORY_CHECKED) pass the memory available."""
+    if need < MEMORY_CHECKED:
+        return
     avail = available_memory()
     if avail is not None and need > avail:
         raise MemoryError(f"the state of this run needs {_size(need)} or more, {_size(avail)} "

@@ -14,7 +14,7 @@ from ..errors import FastGTError, WriteFailed
 from ..metrics import METRICS, THEORY_METRICS, TRACE_AXES
 from ..outputs import check_dir, check_file, write_file
 from ..paper.table3 import TABLE3_NS
-from ..topology import TOPO_RENAME
+from ..topology.mixing import flat_names
 from ..topology.spectrum import METHODS
 from .common import (
     TOPOLOGY_CHOICE,
@@ -61,8 +61,7 @@ def topo(name, vectors, method, as_json, **kw):
     sp = W.spectrum(vectors=vectors, method=method)
     shape = ({"nnz": W.nnz, "mean_weight": W.mean_weight} if W.static else
              {"period": "drawn every step" if W.drawn else len(W.period)})
-    flat = {TOPO_RENAME.get(k, k): v for k, v in W.params.items()}  # graph_seed, as given
-    out = {"topology": W.name, **flat, "n": W.n, **shape, **sp.as_dict()}
+    out = {"topology": W.name, **flat_names(W.params), "n": W.n, **shape, **sp.as_dict()}
     if vectors:
         out["u"], out["v"] = sp.u.tolist(), sp.v.tolist()
     if as_json:

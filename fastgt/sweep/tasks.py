@@ -24,6 +24,7 @@ import json
 import math
 from collections import deque
 
+from ..flat import cell_graph, flat_nodes
 from .cellrun import batch_key
 
 #: default for the most cells in one task (64: a task's fixed costs, claims, the round trip
@@ -66,7 +67,7 @@ UNKNOWN_N = 1000
 
 def nodes(params: dict) -> int:
     """A cell's nodes n, as far as its parameters tell (UNKNOWN_N for a graph's file)."""
-    return params.get("n") or params.get("rows", 0) * params.get("cols", 0) or UNKNOWN_N
+    return flat_nodes(params) or UNKNOWN_N
 
 
 def estimate(params: dict, threads: int = 1, steps: int | None = None) -> float:
@@ -87,11 +88,7 @@ def estimate(params: dict, threads: int = 1, steps: int | None = None) -> float:
 def graph_key(params: dict) -> str:
     """Which graph a cell runs on (its topology's family and parameters): cells of one
     graph share its spectrum, derived once per sweep (fastgt/derived.py)."""
-    from ..flat import topology_params
-
-    name = params["topology"]
-    return json.dumps([name, {k: params[k] for k in topology_params(name) if k in params}],
-                      sort_keys=True)
+    return json.dumps(cell_graph(params), sort_keys=True)
 
 
 class Planner:

@@ -23,11 +23,15 @@ TOL = 1e-12
 TOPO_RENAME = {"seed": "graph_seed", "W": "matrix"}
 
 
+def flat_names(params: dict) -> dict:
+    """A family's parameters by their flat names (graph_seed: a run's seed is another)."""
+    return {TOPO_RENAME.get(k, k): v for k, v in params.items()}
+
+
 def describe(name: str, params: dict) -> str:
     """A topology as messages, summaries and a run's config show it: its family and its
-    parameters by their flat names (graph_seed: a run's seed is another)."""
-    ps = ", ".join(f"{TOPO_RENAME.get(k, k)}={v}" for k, v in params.items())
-    return f"{name}({ps})"
+    parameters by their flat names."""
+    return f"{name}({', '.join(f'{k}={v}' for k, v in flat_names(params).items())})"
 
 
 @dataclass(eq=False)

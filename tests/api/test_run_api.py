@@ -250,6 +250,7 @@ def test_a_state_beyond_the_available_memory_is_refused_before_it_is_touched(mon
     monkeypatch.setattr(flat, "topology", real_topology)
     W = fastgt.topology("ring", n=1000)
     monkeypatch.setattr(base, "available_memory", lambda: 2**20)  # 1 MiB
+    monkeypatch.setattr(base, "MEMORY_CHECKED", 0)  # small states checked too
     with pytest.raises(MemoryError, match=r"^the state of this run needs [0-9.]+ MiB or "
                                           r"more, 1\.0 MiB are available$"):
         fastgt.run(topology=W, d=100, steps=2)

@@ -192,15 +192,20 @@ def test_a_torus_is_a_grid():
     assert _batch(ring, "none", (2, 1, 4)).plan == Plan(2, 40)
 
 
+def _passes_everywhere(monkeypatch):
+    """The thresholds of temporal passes lowered: small states go in passes too."""
+    for name in ("MIN_BYTES", "BAND_BYTES", "WIDE_BYTES", "SHORT_BYTES", "BLOCK_BYTES",
+                 "GRID_BLOCK_BYTES"):
+        monkeypatch.setattr(temporal, name, 64)
+
+
 def test_run_takes_the_plan_by_itself(monkeypatch):
     """fastgt.run on a state above the thresholds (lowered here) runs in passes (a torus: as a
     grid, in regions), with the trace and final state of step by step."""
     kw = {"topology": fastgt.topology("torus", rows=10, cols=16), "problem": "hetero_quadratic",
           "noise": "structured", "d": 8, "steps": 23, "record_every": 5, "seed": 2}
     ref = fastgt.run(**kw)
-    for name in ("MIN_BYTES", "BAND_BYTES", "WIDE_BYTES", "SHORT_BYTES", "BLOCK_BYTES",
-                 "GRID_BLOCK_BYTES"):
-        monkeypatch.setattr(temporal, name, 64)
+    _passes_everywhere(monkeypatch)
     seen = []  # (n, plan) of every batch (a first run's compile may make others: warm-up)
     real_plan = temporal.plan
     monkeypatch.setattr(fastgt.algorithms.base, "plan",
@@ -243,10 +248,8 @@ def test_a_run_returns_to_python_between_short_kernel_calls(algorithm, monkeypat
                                        (1e-12, False, list(range(temporal.LEVELS, 40,
                                                                  temporal.LEVELS)) + [40])):
         monkeypatch.setattr(engine, "CALL_S", call_s)
-        if not step_by_step:  # the thresholds of passes lowered (test_run_takes_the_plan...)
-            for name in ("MIN_BYTES", "BAND_BYTES", "WIDE_BYTES", "SHORT_BYTES",
-                         "BLOCK_BYTES", "GRID_BLOCK_BYTES"):
-                monkeypatch.setattr(temporal, name, 64)
+        if not step_by_step:
+            _passes_everywhere(monkeypatch)
         seen.clear()
         got = fastgt.run(**kw, progress=seen.append)
         assert seen == want

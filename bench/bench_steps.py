@@ -200,8 +200,7 @@ def refused(algorithm: str, W) -> bool:
     """Whether fastgt.run refuses the algorithm on W (its stability condition)."""
     from fastgt.algorithms import ALGORITHMS
 
-    check = ALGORITHMS[algorithm].check
-    return bool(check and check(W))
+    return ALGORITHMS[algorithm].refusal(W) is not None
 
 
 def check_same(algorithm: str, W, mixers: dict) -> float:

@@ -1,0 +1,42 @@
+"""bench/bench_steps.py's own checks, at a size the suite affords: every algorithm's numpy
+and scipy baselines agree with fastgt (what the bench checks before timing), and the bench
+skips exactly the cases fastgt.run refuses (a stale call broke the whole bench once)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import fastgt
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+import bench_steps
+
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
+
+
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd", "d2", "extra", "gt_atc", "centralized"])
+@pytest.mark.parametrize("topology", bench_steps.TOPOLOGIES)
+def test_baselines_agree_with_fastgt(algorithm, topology):
+    W = bench_steps.build_topology(topology, 12)
+    if bench_steps.refused(algorithm, W):
+        pytest.skip(f"fastgt refuses {algorithm} on {W.describe()}")
+    mixers = bench_steps.make_mixers(W, bench_steps.BASELINES)
+    assert set(mixers) == set(bench_steps.BASELINES)
+    assert bench_steps.check_same(algorithm, W, mixers) <= bench_steps.CHECK_TOL
+
+
+@pytest.mark.parametrize("algorithm", ["gt", "d2"])
+@pytest.mark.parametrize("topology", bench_steps.TOPOLOGIES)
+def test_refused_is_what_run_refuses(algorithm, topology):
+    W = bench_steps.build_topology(topology, 12)
+    try:
+        fastgt.run(algorithm, W, steps=1)
+    except ValueError as e:
+        assert bench_steps.refused(algorithm, W), e
+    else:
+        assert not bench_steps.refused(algorithm, W)
+
+
+def test_d2_refused_on_the_bench_torus():  # the case that must skip (lambda_n = -0.6)
+    assert bench_steps.refused("d2", bench_steps.build_topology("torus", 12))

@@ -4,10 +4,11 @@ fastgt.warmup), then the engine runs (fastgt.engine). No file I/O."""
 
 from __future__ import annotations
 
-from .algorithms.base import check_memory, least_state
+from .algorithms.base import least_state
 from .engine import CELL_KEYS, RunResult, execute, prepare
 from .errors import FastGTError
 from .flat import build, flat_nodes, table_topology
+from .memory import check_memory
 from .metrics import METRICS
 from .topology import MixingMatrix
 from .warmup import ensure_warm

@@ -16,6 +16,7 @@ from ..kernels.oracles import GAUSSIAN, normal_matrix, stochastic_grads
 from ..kernels.rng import STREAM_X0
 from ..kernels.steps import Mixing, Oracle, State, blocks_pointer, run_steps, shared_row
 from ..kernels.temporal import SHARED_ROWS, Plan, plan
+from ..memory import check_memory
 
 #: bytes of a cache line (and of an AVX-512 vector); LANES doubles; bytes of a page
 LINE = 64
@@ -32,44 +33,12 @@ CHAIN_BYTES = 768 << 10
 SAMPLE = 4096
 
 
-def available_memory() -> int | None:
-    """Bytes of memory the machine has available now (Linux: MemAvailable), or None (not
-    known, or reported as 0)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024 or None
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-#: states smaller than this are not checked against the memory available (no read of
-#: /proc/meminfo for every small run)
-MEMORY_CHECKED = 256 << 20
-
-
-def check_memory(need: int) -> None:
-    """MemoryError if ``need`` bytes (from MEMORY_CHECKED) pass the memory available."""
-    if need < MEMORY_CHECKED:
-        return
-    avail = available_memory()
-    if avail is not None and need > avail:
-        raise MemoryError(f"the state of this run needs {_size(need)} or more, {_size(avail)} "
-                          "are available")
-
-
 def least_state(n: int, d: int, dtype) -> int:
     """The fewest bytes any algorithm's state takes: its mixed array, double-buffered, of n
     rows of d values padded to whole lines."""
     item = np.dtype(dtype).itemsize
     lanes = LINE // item
     return 2 * n * (-(-d // lanes) * lanes) * item
-
-
-def _size(nbytes: int) -> str:
-    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
 
 
 def aligned(shape, at: int = 0, dtype=np.float64) -> np.ndarray:

@@ -236,12 +236,11 @@ def test_a_state_beyond_the_available_memory_is_refused_before_it_is_touched(mon
     A family's graph is not even built when the least state of its n nodes passes the
     memory available; a built one's state arrays are counted as they are made and refused,
     with one MemoryError saying how much, before the initial point touches any page."""
-    from fastgt import flat
-    from fastgt.algorithms import base
+    from fastgt import flat, memory
     from fastgt.warmup import ensure_warm
 
     ensure_warm()  # the warm-up's own runs under the real limit
-    monkeypatch.setattr(base, "available_memory", lambda: 2**30)  # 1 GiB
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**30)  # 1 GiB
     real_topology = flat.topology
     monkeypatch.setattr(flat, "topology", lambda *a, **k: pytest.fail("graph built"))
     with pytest.raises(MemoryError, match=r"^the state of this run needs 23\.8 GiB or more, "
@@ -249,10 +248,10 @@ def test_a_state_beyond_the_available_memory_is_refused_before_it_is_touched(mon
         fastgt.run(topology="ring", n=10**8, d=10, steps=2)  # 2 x 10^8 rows of 16 doubles
     monkeypatch.setattr(flat, "topology", real_topology)
     W = fastgt.topology("ring", n=1000)
-    monkeypatch.setattr(base, "available_memory", lambda: 2**20)  # 1 MiB
-    monkeypatch.setattr(base, "MEMORY_CHECKED", 0)  # small states checked too
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**20)  # 1 MiB
+    monkeypatch.setattr(memory, "MEMORY_CHECKED", 0)  # small states checked too
     with pytest.raises(MemoryError, match=r"^the state of this run needs [0-9.]+ MiB or "
                                           r"more, 1\.0 MiB are available$"):
         fastgt.run(topology=W, d=100, steps=2)
-    monkeypatch.setattr(base, "available_memory", lambda: 2**30)
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**30)
     assert fastgt.run(topology=W, d=100, steps=2).summary["status"] == "ok"

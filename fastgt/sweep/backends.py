@@ -281,9 +281,10 @@ def check_options(executor: str, scheduler: str | None, workers: int | None, thr
     check_executor(executor, scheduler)
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return (check_int("workers", usable if workers is None else workers, 1),
-            # a local worker's threads are this machine's cores at most (as fastgt.run's;
-            # a Dask cluster's workers may have more)
-            check_int("threads_per_worker", threads, 1, usable if executor == "local" else None),
+            # a worker on this machine (local, or a LocalCluster's) has its cores at most,
+            # as fastgt.run; a remote Dask cluster's workers may have more
+            check_int("threads_per_worker", threads, 1,
+                      usable if executor == "local" or scheduler in (None, "local") else None),
             check_int("max_batch", max_batch, 1),
             check_float("flush_seconds", flush_seconds, 0.0))
 

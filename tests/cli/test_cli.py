@@ -702,6 +702,10 @@ def test_run_summary_says_what_ran_in_the_shells_names():
     (["--threads-per-worker", "0"], "--threads-per-worker 0 is invalid"),
     (["--threads-per-worker", "4096"],  # at most the cores (a user trial)
      "--threads-per-worker 4096 is invalid: allowed an integer in [1, "),
+    (["--executor", "dask", "--threads-per-worker", "4096"],  # a LocalCluster's: the same
+     "--threads-per-worker 4096 is invalid: allowed an integer in [1, "),
+    (["--executor", "dask", "--scheduler", "local", "--threads-per-worker", "4096"],
+     "--threads-per-worker 4096 is invalid: allowed an integer in [1, "),
     (["--flush-seconds", "-1"], "--flush-seconds -1.0 is invalid"),
     (["--scheduler", "tcp://a:1"], "--scheduler is only for --executor 'dask'"),
     (["--executor", "dask", "--scheduler", "foo"], "a scheduler's address"),

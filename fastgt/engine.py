@@ -31,7 +31,7 @@ from .errors import (
 from .kernels.metrics import KERNEL_METRICS
 from .kernels.oracles import NONE
 from .params import PARAMS
-from .precision import rounding_limited, step_floors
+from .precision import floors, rounding_eps2, rounding_limited
 from .problems import NOISES, make_noise
 from .problems import problem as get_problem
 from .runtime import numba_threads, signals_deferred
@@ -335,6 +335,8 @@ class _Recorder:
         self.rows: list[float] = []
         self.status, self.diverged_step, self.steps_done = "ok", None, 0
         self.reason = None
+        #: float32 with a tracker: the records' sum of eps^2 x steps, the last record's eps^2
+        self.history, self.eps2 = 0.0, 0.0
         self.record(0, 0)
         self.limit = DIVERGE_FACTOR * max(1.0, self.out[self.loss])
 
@@ -368,23 +370,35 @@ class _Recorder:
                 out[j] = m.compute(snap)
         self.rows.append(float(t))
         self.rows.extend(out.tolist())
+        if has_y and self.batch.dtype != np.float64:
+            self._accumulate(X, Y, t)
         self.steps_done = t
         if t > 0 and (not np.isfinite(out[checked]).all() or out[self.loss] > self.limit):
             self.status, self.diverged_step = "diverged", t
             self.reason = self._why([(self.declared[j].name, out[j]) for j in checked])
 
+    def _accumulate(self, X, Y, t: int) -> None:
+        """The rounding history of a float32 run with a tracker (fastgt.precision): the
+        steps since the last record at the larger of its and this record's eps^2."""
+        k, real = KERNEL_METRICS, self.batch.real
+        eps2, _ = rounding_eps2(real(X), real(Y), self.fused[k.index("consensus")],
+                                self.fused[k.index("tracking")])
+        self.history += (t - self.steps_done) * max(eps2, self.eps2)
+        self.eps2 = eps2
+
     def rounding_limited(self, cur: int, steps: int, summary: dict, drifts: bool) -> str:
         """The metrics whose plateau a float32 state's rounding may dominate after
         ``steps`` steps (fastgt.precision), from the last record's values and its buffers
-        ``cur`` (those of the run's end: a cell still ok recorded last there)."""
+        ``cur`` (those of the run's end: a cell still ok recorded last there), and, with a
+        tracker, the records' history."""
         if self.status != "ok":
             return ""
         X, Y = self.algo.iterates(self.batch, self.arrays, cur, self.c)
         last = dict(zip((m.name for m in self.declared), self.out))
-        real = self.batch.real
-        floors = step_floors(real(X), None if Y is None else real(Y), last["consensus"],
-                             last["tracking"], self.batch.problem)
-        return rounding_limited(summary, floors, steps, drifts)
+        X, Y = self.batch.real(X), None if Y is None else self.batch.real(Y)
+        eps2, xbar = rounding_eps2(X, Y, last["consensus"], last["tracking"])
+        return rounding_limited(summary, floors(eps2, self.history, steps, xbar, X.shape[0],
+                                                self.batch.problem), drifts)
 
     def _snapshot(self, X, Y) -> M.Snapshot:
         real = self.batch.real

@@ -12,12 +12,17 @@ metric, to second order and in expectation, by
     grad_norm2            tr(H^2) eps^2 / n
 
 (H: f's Hessian at xbar, Problem.hessian_traces). A recursion whose modes do not expand
-accumulates the variance of such perturbations at most linearly in the steps (GT's
-tracking invariant ybar = gbar, a marginal mode, exactly so), so after ``steps`` steps a
-plateau below ROUNDING_MARGIN x steps x that is the state's rounding, not the algorithm.
-D² and EXTRA pile roundings up in their mean's velocity, which this does not model: they
-warn on every float32 run (algorithms.base.DRIFT), and their metrics of xbar are always
-listed.
+accumulates the variance of such perturbations at most linearly in the steps, so after
+``steps`` steps a plateau below ROUNDING_MARGIN x steps x that is the state's rounding, not
+the algorithm. Contracting modes forget old roundings, so the state's magnitude at the end
+sets that floor; a marginal mode keeps them: GT's and ATC-GT's tracking invariant ybar =
+gbar carries every rounding of ybar since step 0 into xbar, so for an algorithm with a
+tracker the metrics of xbar take the larger of that and the sum, over the run's records,
+of each interval's steps x the floor at the larger of its ends' magnitudes (a noiseless GT
+run converging to x* = 0 keeps its first steps' rounding bias: loss_avg 2.5e-16 against
+float64's 8e-31, which the final magnitude alone put far below the floor). D² and EXTRA
+pile roundings up in their mean's velocity, which this does not model: they warn on every
+float32 run (algorithms.base.DRIFT), and their metrics of xbar are always listed.
 """
 
 from __future__ import annotations
@@ -35,36 +40,45 @@ from .kernels.metrics import KERNEL_METRICS
 ROUNDING_MARGIN = 100.0
 
 
-def step_floors(X: np.ndarray, Y: np.ndarray | None, consensus: float, tracking: float,
-                problem) -> dict:
-    """Each kernel metric's change per step from the rounding of a state X (and Y) of n x d
-    values, whose consensus and tracking are given (they make the mean squares without
-    another pass): the table of the module docstring."""
-    n, d = X.shape
+def rounding_eps2(X: np.ndarray, Y: np.ndarray | None, consensus: float,
+                  tracking: float) -> tuple[float, np.ndarray]:
+    """(eps^2, xbar): the squared ulp of the rms magnitude of a state X (and Y) of n x d
+    values whose consensus and tracking are given (they make the mean squares without
+    another pass), and X's mean."""
+    d = X.shape[1]
     xbar = X.mean(axis=0, dtype=np.float64)
     squares = [consensus + xbar @ xbar]  # (1/n) sum_i ||x_i||^2, and y's
     if Y is not None:
         ybar = Y.mean(axis=0, dtype=np.float64)
         squares.append(tracking + ybar @ ybar)
-    eps2 = float(np.spacing(np.float32(np.sqrt(np.mean(squares) / d)))) ** 2
+    return float(np.spacing(np.float32(np.sqrt(np.mean(squares) / d)))) ** 2, xbar
+
+
+def floors(eps2: float, history: float, steps: int, xbar: np.ndarray, n: int,
+           problem) -> dict:
+    """Each kernel metric's accumulated floor after ``steps`` steps that end at a state of
+    n x d values of squared ulp ``eps2`` and mean xbar (the table of the module docstring,
+    x steps); ``history``: the records' sum of eps^2 x steps for an algorithm with a
+    tracker (its metrics of xbar take the larger), else 0."""
+    d = xbar.shape[0]
     tr, tr2 = problem.hessian_traces(xbar)
-    spread = d * eps2 * (1 - 1 / n)
-    return {"loss_avg": 0.5 * tr * eps2 / n, "loss_nodes": 0.5 * tr * eps2,
-            "consensus": spread, "grad_norm2": tr2 * eps2 / n, "tracking": spread}
+    mean, nodes = max(history, eps2 * steps) / n, eps2 * steps * (1 - 1 / n)  # xbar's, x_i's
+    return {"loss_avg": 0.5 * tr * mean, "loss_nodes": 0.5 * tr * (nodes + mean),
+            "consensus": d * nodes, "grad_norm2": tr2 * mean, "tracking": d * nodes}
 
 
 #: the metrics of xbar, which a drifting algorithm's roundings move (algorithms.base.DRIFT)
 MEAN_METRICS = ("loss_avg", "loss_nodes", "grad_norm2")
 
 
-def rounding_limited(summary: dict, floors: dict, steps: int, drifts: bool = False) -> str:
+def rounding_limited(summary: dict, floors: dict, drifts: bool = False) -> str:
     """The kernel metrics (comma-separated, "" if none) whose plateau in ``summary`` lies
-    within ROUNDING_MARGIN x steps x their step floor, with a FastGTWarning naming them. For
+    within ROUNDING_MARGIN x their accumulated floor (``floors``), with a FastGTWarning naming them. For
     an algorithm that ``drifts`` (D², EXTRA) the metrics of xbar are listed whatever their
     plateau: its roundings pile up in xbar beyond this estimate (the warning it gave before
     the run says so), so that a sweep's column marks every result to check in float64."""
     names = [m for m in KERNEL_METRICS if np.isfinite(summary.get(m, np.nan))
-             and 0 < abs(summary[m]) <= ROUNDING_MARGIN * steps * floors[m]]
+             and 0 < abs(summary[m]) <= ROUNDING_MARGIN * floors[m]]
     if names:  # (an exact 0, every node at xbar as on the complete graph, is no floor)
         warnings.warn(f"dtype float32: rounding of the state may dominate {', '.join(names)} "
                       "(its plateau is within the floor its steps' roundings accumulate); a "

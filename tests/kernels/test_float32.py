@@ -67,6 +67,28 @@ def test_rounding_floors_are_flagged_and_noise_is_not():
         assert np.isclose(a32.summary[m], a64.summary[m], rtol=1e-4)
 
 
+@pytest.mark.parametrize("algorithm", ["gt", "gt_atc"])
+def test_a_floor_left_by_the_first_steps_is_flagged(algorithm):
+    """(A user trial.) Noiseless GT converging to x* = 0 keeps in ybar (a marginal mode) the
+    roundings of its first, large steps: loss_avg stops near 1e-16 in float32 while float64
+    goes on to 1e-28 and below; the final state (~1e-9) alone puts the floor far under that,
+    the records' history does not. D-SGD's modes contract: its float32 run agrees with
+    float64 all the way down, and is not flagged."""
+    kw = {"topology": "torus", "rows": 10, "cols": 10, "d": 20, "steps": 3000,
+          "record_every": 100, "noise": "none"}
+    with pytest.warns(fastgt.FastGTWarning, match="may dominate loss_avg"):
+        r32 = fastgt.run(algorithm=algorithm, dtype="float32", **kw)
+    r64 = fastgt.run(algorithm=algorithm, **kw)
+    assert r32.summary["loss_avg"] > 1e6 * r64.summary["loss_avg"]
+    assert {"loss_avg", "grad_norm2"} <= set(r32.summary["rounding_limited"].split(", "))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fastgt.FastGTWarning)
+        d32 = fastgt.run(algorithm="dsgd", dtype="float32", **kw)
+    assert np.isclose(d32.summary["loss_avg"], fastgt.run(algorithm="dsgd", **kw)
+                      .summary["loss_avg"], rtol=1e-4)
+    assert d32.summary["rounding_limited"] == ""
+
+
 @pytest.mark.parametrize("algorithm", list(ALGORITHMS))
 def test_drifting_algorithms_are_warned_of(algorithm):
     """D² and EXTRA sum float32 roundings into their mean's velocity: every float32 run of

@@ -133,8 +133,7 @@ def check_tables(name: str, value) -> None:
     """A topology table ({"topology": "ring", "n": 16, ...}), or a list of them, checked
     entry by entry where a grid file gives it, so that a mistake is named at its line: the
     family, a key it does not take, a scalar its parameter refuses, a required key left
-    out. The value is kept as written (its sorted JSON is part of the cell ids of existing
-    sweeps: spelling a default out makes another cell, as for the run's own parameters);
+    out. The value is kept as written (a cell's id leaves its defaults out: grid.identity);
     lists in it (inline edges, cycle's tables) are judged when the topology is built."""
     if isinstance(value, list):
         for t in value:
@@ -302,9 +301,9 @@ def scoped(scope: str) -> dict:
 #: parameters that may differ between the cells of one compiled loop (fastgt.run_batch)
 PER_CELL = tuple(k for k, p in PARAMS.items() if p.per_cell)
 
-#: run parameters a sweep's cell holds only when set (so that the ids of sweeps from before
-#: they existed stay), with the value a cell that does not set them runs with: the result
-#: columns show it (a cell that spells it out has another id, as for any default)
+#: run parameters a sweep's cell holds only when set, with the value a cell that does not
+#: set them runs with: the result columns show it, and a cell's id leaves it out where it
+#: is spelled out (grid.identity)
 IMPLICIT = {"local_steps": 1, "allow_unstable": False, "dtype": "float64"}
 
 
@@ -318,6 +317,12 @@ def inapplicable(params: dict) -> list[str]:
     are null."""
     return [k for k, (other, values) in CONDITIONAL.items()
             if k in params and other in params and params[other] not in values]
+
+
+def from_file(params: dict) -> bool:
+    """Whether a cell's data come from a file, which fixes its d (the d it holds is then
+    the run's default, not the one that runs)."""
+    return params.get("data", "synthetic") != "synthetic"
 
 
 def is_implicit(key: str, value) -> bool:

@@ -156,12 +156,13 @@ def _stopped(signum, frame):
 
 
 def _dry_run(cells, out) -> None:
-    from ..params import inapplicable
+    from ..params import from_file, inapplicable
     from ..sweep.storage import Store, exists
 
     done = Store(out, create=False).ids() if exists(out) else set()
     for c in cells:
-        ignored = inapplicable(c.params)  # a default the cell does not use
+        # defaults the cell does not use: d too where its data file fixes it
+        ignored = inapplicable(c.params) + ["d"] * from_file(c.params)
         params = " ".join(f"{k}={v}" for k, v in c.params.items() if k not in ignored)
         click.echo(f"{c.id}  {'done' if c.id in done else 'todo'}  {params}")
     click.echo(f"{len(cells)} cells, {sum(c.id in done for c in cells)} done")

@@ -42,12 +42,10 @@ from ..flat import (
     table_topology,
     topology_params,
 )
-from ..params import PARAMS, inapplicable, scoped
+from ..params import PARAMS, from_file, inapplicable, is_implicit, scoped
 from ..problems.noise import check_noise_topology
 from ..topology import FAMILIES
-
-#: bump when the same parameters give different numbers (changes every cell id)
-NUMERICS_VERSION = 1
+from .tables import NUMERICS_VERSION
 
 #: every family, from_edges and from_matrix with the path of a file (``edges``, ``matrix``)
 GRID_FAMILIES = tuple(FAMILIES)
@@ -105,10 +103,34 @@ def _keyed(key: str, msg: str) -> FastGTError:
 
 
 def cell_id(params: dict) -> str:
-    """16 hex digits of sha256 over the canonical parameters (sorted JSON) and NUMERICS_VERSION."""
-    blob = json.dumps({"numerics": NUMERICS_VERSION, "params": params}, sort_keys=True,
-                      separators=(",", ":"))
+    """16 hex digits of sha256 over the cell's identity (sorted JSON) and NUMERICS_VERSION."""
+    blob = json.dumps({"numerics": NUMERICS_VERSION, "params": identity(params)},
+                      sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def identity(params: dict) -> dict:
+    """What a cell's id hashes: its complete parameters less what is spelled out at the
+    value the cell runs with anyway, so that writing it out makes the same cell: a parameter
+    at its value when unset (params.IMPLICIT: local_steps = 1, dtype = "float64", ...), d
+    where a data file fixes it (the spec is refused where d differs from the file's), and a
+    topology table's entries at its family's defaults."""
+    fixed = from_file(params)
+    return {k: _without_defaults(v) if PARAMS[k].tables else v for k, v in params.items()
+            if not is_implicit(k, v) and not (k == "d" and fixed)}
+
+
+def _without_defaults(text: str) -> str:
+    """A topology table's JSON (or a list of them) less the entries at their family's
+    default, canonical."""
+    def plain(table: dict) -> dict:
+        defaults = topology_params(table["topology"])
+        return {k: v for k, v in table.items()
+                if not (k in defaults and type(v) is type(defaults[k]) and v == defaults[k])}
+
+    value = json.loads(text)
+    value = [plain(t) for t in value] if isinstance(value, list) else plain(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def make_cell(params: dict) -> Cell:
@@ -148,18 +170,20 @@ class GridSpec:
 
     def cells(self) -> list[Cell]:
         """Validated cells (the union of every grid's product), duplicates removed, in order."""
-        seen: dict[str, Cell] = {}
+        every, seen = [], {}
         origin: dict[str, set] = {}  # cell id -> the grid tables it came from
         for g, table in enumerate(self.grids or [{}]):
             axes = [(k, v if isinstance(v, list) else [v]) for k, v in table.items()]
             for combo in itertools.product(*(vals for _, vals in axes)):
                 params = {**self.run, **{k: v for (k, _), v in zip(axes, combo)}}
                 cell = self._cell(params, g)
+                every.append(cell)
                 seen.setdefault(cell.id, cell)
                 origin.setdefault(cell.id, set()).add(g)
-        cells = list(seen.values())
-        self._check_buildable(cells, origin)
-        return cells
+        # every cell as written: a duplicate by id may still spell a value that is wrong
+        # (a d that is not its data file's)
+        self._check_buildable(every, origin)
+        return list(seen.values())
 
     def _check_buildable(self, cells: list[Cell], origin: dict) -> None:
         """Build every distinct problem (on a tiny n, d) and topology of the cells once, so

@@ -52,9 +52,11 @@ from ..procs import process_start
 from .claims import Claims
 from .tables import (
     CELL_SCHEMA,
+    NUMERICS_VERSION,
     TRACE_SCHEMA,
     check_columns,
     columns_of,
+    current,
     declared_table,
     expression,
     newest,
@@ -237,7 +239,8 @@ class Store(Claims):
         if traces is not None:
             self._put("traces", name, traces)
         rows = [{"id": cid, **params, **row,
-                 "provenance": json.dumps({"params": params, **meta}, default=str)}
+                 "provenance": json.dumps({"params": params, **meta}, default=str),
+                 "numerics": NUMERICS_VERSION}
                 for cid, params, row, _, meta in results]
         self._put("cells", name, declared_table(columns_of(rows), len(rows), CELL_SCHEMA))
         self._ids[name] = [r[0] for r in results]
@@ -389,9 +392,10 @@ class Store(Claims):
                      for k, v in where.items()}
         cols = None if columns is None else list(columns)
         extra = [] if cols is None else [
-            o for o in dict.fromkeys(CONDITIONAL[k][0] for k in cols if k in CONDITIONAL)
-            if o not in cols]
-        out = null_inapplicable(self._table(sub, cols and [*cols, *extra], where))
+            o for o in dict.fromkeys([*(CONDITIONAL[k][0] for k in cols if k in CONDITIONAL),
+                                      "numerics"]) if o not in cols]
+        out = current(null_inapplicable(self._table(sub, cols and [*cols, *extra], where)),
+                      self.root, sub)
         return out.select(cols) if extra else out
 
     def _spellings(self, key: str, value) -> list:

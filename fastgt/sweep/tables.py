@@ -3,14 +3,24 @@ them from finished cells, unifying and filtering them (no file access here: stor
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import FastGTError
+from ..errors import FastGTError, FastGTWarning, caller_level
 from ..metrics import METRICS, PROBLEM_COLUMNS
 from ..params import CONDITIONAL, IMPLICIT, PARAMS, is_implicit
 from ..theory import THEORY_COLUMNS
+
+#: the version of the numbers a cell's parameters give, bumped when the same parameters
+#: start giving different numbers: hashed into every cell id (grid.cell_id) and kept in a
+#: column of every row, so that a directory's rows of another version are neither taken
+#: for this version's cells nor read beside them (Store.table; null: a row written before
+#: the column, version 1). 1: to 2026-11-23; 2: the normal generator of 2026-11-23
+#: (every noisy run's numbers), and ids over the parameters a cell does not ignore.
+NUMERICS_VERSION = 2
 
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
 _PARAM_FIELDS = [pa.field(k, _ARROW[p.kind]) for k, p in PARAMS.items()]
@@ -28,12 +38,12 @@ CELL_SCHEMA = pa.schema(
        pa.field("wall_time", _F64), pa.field("loop_time", _F64), pa.field("steps_per_s", _F64),
        pa.field("threads", pa.int64()), pa.field("error", pa.string()),
        pa.field("rounding_limited", pa.string()),
-       pa.field("provenance", pa.string())])
+       pa.field("provenance", pa.string()), pa.field("numerics", pa.int64())])
 #: declared columns of DIR/traces
 TRACE_SCHEMA = pa.schema([pa.field("id", pa.string()), *_PARAM_FIELDS,
                           pa.field("step", pa.int64()), pa.field("comm_rounds", pa.int64()),
                           pa.field("grad_evals", pa.int64()),
-                          *[pa.field(m, _F64) for m in METRICS]])
+                          *[pa.field(m, _F64) for m in METRICS], pa.field("numerics", pa.int64())])
 
 
 def to_pandas(table: pa.Table):
@@ -63,6 +73,23 @@ def null_inapplicable(table: pa.Table) -> pa.Table:
             table = table.set_column(table.column_names.index(key), key,
                                      pc.if_else(applies, col, pa.nulls(len(table), col.type)))
     return table
+
+
+def current(table: pa.Table, where: str, sub: str) -> pa.Table:
+    """The rows of this fastgt's numbers (column numerics = NUMERICS_VERSION); the others,
+    rows of an older fastgt (null: written before the column), are left out, with a
+    FastGTWarning counting the cells."""
+    col = table["numerics"]
+    if not len(col) or (col.null_count == 0 and set(pc.min_max(col).as_py().values()) == {
+            NUMERICS_VERSION}):  # (no Python value passed to pyarrow: that imports pandas)
+        return table
+    kept = table.filter(pc.fill_null(pc.equal(col, NUMERICS_VERSION), False))
+    if sub == "cells":
+        warnings.warn(f"{where}: {len(table) - len(kept)} cells computed by an older fastgt "
+                      f"(before numerics version {NUMERICS_VERSION}: their numbers can differ "
+                      "from this one's) are left out; rerunning the sweep computes them anew",
+                      FastGTWarning, stacklevel=caller_level())
+    return kept
 
 
 def columns_of(rows: list[dict]) -> dict:
@@ -97,7 +124,8 @@ def trace_table(results: list) -> pa.Table | None:
         return None
     counts = np.array([len(t["step"]) for _, _, t in traced])
     take = pa.array(np.repeat(np.arange(len(traced)), counts))
-    per_cell = columns_of([{"id": cid, **params} for cid, params, _ in traced])
+    per_cell = columns_of([{"id": cid, **params, "numerics": NUMERICS_VERSION}
+                           for cid, params, _ in traced])
     cols = {k: _array(k, v, TRACE_SCHEMA).take(take) for k, v in per_cell.items()}
     for c in traced[0][2]:
         cols[c] = np.concatenate([np.asarray(t[c]) for _, _, t in traced])

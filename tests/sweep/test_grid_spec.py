@@ -67,7 +67,7 @@ def test_defaults_complete_the_canonical_parameters():
 
 def test_id_is_sha256_of_canonical_json_and_numerics_version(monkeypatch):
     (cell,) = G.parse_spec('[run]\ntopology = "ring"\nn = 8\n').cells()
-    blob = json.dumps({"numerics": G.NUMERICS_VERSION, "params": cell.params}, sort_keys=True,
+    blob = json.dumps({"numerics": 2, "params": cell.params}, sort_keys=True,
                       separators=(",", ":"))
     assert cell.id == hashlib.sha256(blob.encode()).hexdigest()[:16]
     # order of keys, int vs float spelling and explicit defaults do not change the id
@@ -78,6 +78,35 @@ def test_id_is_sha256_of_canonical_json_and_numerics_version(monkeypatch):
     assert other.id != cell.id
     monkeypatch.setattr(G, "NUMERICS_VERSION", G.NUMERICS_VERSION + 1)
     assert G.make_cell(cell.params).id != cell.id
+
+
+@pytest.mark.parametrize("unset,spelled", [
+    ("", "local_steps = 1"),  # the values they run with when unset
+    ("", 'dtype = "float64"\nallow_unstable = false'),
+    ('topology_y = {topology = "ring", n = 8}',  # a table's entries at their defaults
+     'topology_y = {topology = "ring", n = 8, lazy = false, self_weight = 0.3333333333333333}'),
+])
+def test_spelling_out_what_changes_no_number_is_the_same_cell(unset, spelled):
+    """(A user trial: d = 30 written out for a data file of 30 features made 56 more cells,
+    each result twice in a load.) The id leaves out the parameters that change none of a
+    cell's numbers; the cell keeps them as given."""
+    base = '[run]\ntopology = "ring"\nn = 8\n'
+    (a,) = G.parse_spec(base + unset).cells()
+    (b,) = G.parse_spec(base + spelled).cells()
+    assert a.id == b.id and a.params != b.params
+    (c,) = G.parse_spec(base + unset + "\nseed = 3").cells()
+    assert c.id != a.id
+
+
+def test_a_data_files_d_is_the_same_cell(tmp_path):
+    X = np.random.default_rng(0).standard_normal((40, 6))
+    np.savez(tmp_path / "x.npz", X=X, y=np.sign(X[:, 0]) + (X[:, 0] == 0))
+    base = f'[run]\ntopology = "ring"\nn = 8\nproblem = "logistic"\ndata = "{tmp_path}/x.npz"\n'
+    (a,) = G.parse_spec(base).cells()
+    (b,) = G.parse_spec(base + "d = 6\n").cells()
+    assert a.id == b.id
+    with pytest.raises(FastGTError, match="d = 7 does not apply"):
+        G.parse_spec(base + "d = 7\n").cells()
 
 
 def test_set_and_param_override_the_file():
@@ -239,6 +268,19 @@ def test_dry_run_lists_cells(tmp_path):
         f"Error: --out {str(tmp_path / 'afile')!r} is a file: allowed a directory"], res.output
 
 
+def test_dry_run_shows_no_d_for_a_data_file(tmp_path):
+    """(A user trial: d=100, the run's default, listed beside a file of 6 features.)"""
+    X = np.random.default_rng(0).standard_normal((40, 6))
+    np.savez(tmp_path / "x.npz", X=X, y=np.where(X[:, 0] > 0, 1.0, -1.0))
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'[run]\ntopology = "ring"\nn = 8\nproblem = "logistic"\n'
+                    f'[[grid]]\ndata = "{tmp_path}/x.npz"\n[[grid]]\nd = 5\n')
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(tmp_path / "o"), "--dry-run"])
+    assert res.exit_code == 0, res.output
+    on_file, synthetic = sorted(res.output.splitlines()[:2], key=lambda ln: "x.npz" not in ln)
+    assert " d=" not in on_file and " d=5 " in synthetic
+
+
 @pytest.mark.parametrize("body,match", [
     ('topology = "hypercube"\nn = 300', "power of 2"),
     ('topology = "torus"\nn = 10', "perfect square"),
@@ -334,14 +376,19 @@ def test_parameters_a_cell_ignores_are_null_in_its_columns(tmp_path):
     """split_alpha without a dirichlet split, samples and label_noise beside a data file,
     sigma2 and batch_size with a noise that takes none: null in the cells' and traces'
     columns (a plot over split_alpha must not put iid cells at its default), in files
-    written before too (to_pandas, where-filters); the ids keep them (these from 4546308)."""
+    written before too (to_pandas, where-filters); the ids keep them (the d of a data file
+    aside: the file fixes it)."""
     path = tmp_path / "tiny.npz"
     np.savez(path, X=np.arange(40.0).reshape(20, 2) % 7, y=np.arange(20) % 2)
     base = {"topology": "ring", "n": 8, "problem": "logistic", "data": "a.svm",
             "noise": "minibatch", "batch_size": 4}
-    assert [G.make_cell({**base, "split": s}).id for s in ("iid", "dirichlet")] == [
-        "303fed32b8fb7359", "d9dd0064bd15cad6"]
-    assert G.make_cell({"topology": "ring", "n": 8, "noise": "none"}).id == "2a4f5df01317e4c6"
+    for params, ignored in ((base, "split_alpha"),
+                            ({"topology": "ring", "n": 8, "noise": "none"}, "sigma2")):
+        cell = G.make_cell(params)
+        assert cell.params[ignored] == 1.0  # a default the cell ignores, in its id
+        kept = {k: v for k, v in cell.params.items() if k != "d" or "data" not in params}
+        blob = json.dumps({"numerics": 2, "params": kept}, sort_keys=True, separators=(",", ":"))
+        assert cell.id == hashlib.sha256(blob.encode()).hexdigest()[:16]
     spec = tmp_path / "g.toml"
     spec.write_text(f'[run]\ntopology = "ring"\nn = 4\nproblem = "logistic"\ndata = "{path}"\n'
                     'steps = 20\nrecord_every = 10\n[[grid]]\nnoise = "minibatch"\n'
@@ -436,10 +483,11 @@ def test_a_list_of_tables_is_one_value_and_a_list_of_them_an_axis():
     assert [c.id for c in again] == [c.id for c in cells]
 
 
-def test_topology_tables_are_checked_but_keep_their_text_and_ids():
+def test_topology_tables_are_checked_but_keep_their_text_and_ids(monkeypatch):
     """A topology table's entries are checked where the spec is read, but the table is kept
     as written, so the ids of existing sweeps stay (these from commit 3120cb3): an inline
     list (from_edges' edges) is the family's to judge."""
+    monkeypatch.setattr(G, "NUMERICS_VERSION", 1)  # 3120cb3's ids were of version 1
     ring = '[run]\ntopology = "ring"\nn = 8\ntopology_y = {topology = "ring", n = 8, %s}\n'
     (cell,) = G.parse_spec(ring % "self_weight = 0.5").cells()
     assert cell.id == "201e8105e9b8241c"

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import uuid
+import warnings
 
 import numba
 import numpy as np
@@ -420,7 +421,7 @@ def _first_layout(tmp_path, results):
     for cid, params, row, trace, meta in results:
         footer = {"fastgt": json.dumps({**meta, "params": params})}
         if trace is not None:
-            t = tables.trace_table([(cid, params, row, trace, meta)])
+            t = tables.trace_table([(cid, params, row, trace, meta)]).drop_columns(["numerics"])
             pq.write_table(t.replace_schema_metadata(footer),
                            tmp_path / "traces" / f"{cid}.parquet")
         c = tables.declared_table(tables.columns_of([{"id": cid, **params, **row}]), 1, CELL_SCHEMA)
@@ -428,25 +429,31 @@ def _first_layout(tmp_path, results):
         pq.write_table(c, tmp_path / "cells" / f"{cid}.parquet")
 
 
-def test_first_layout_directories_load_resume_and_compact(tmp_path):
+def test_first_layout_directories_are_read_kept_and_left_out(tmp_path):
+    """A directory of the first layout (before parts) was written before the numerics
+    column, by a fastgt whose numbers may differ from this one's: its files are read (ids,
+    provenance) and kept through compaction, but its cells are left out of loads, with a
+    warning, until a sweep computes them anew (whose rows, the newest, then win)."""
     results = _results([{**SMALL, "seed": s} for s in range(3)])
     _first_layout(tmp_path, results[:2])
     store = Store(tmp_path)
     assert store.ids() == {results[0][0], results[1][0]}
     assert store.provenance(results[0][0])["params"] == results[0][1]
-    cells, traces = load(tmp_path)
-    assert len(cells) == 2 and len(traces) == 8
-    store.write(results[2:])  # resumed: the missing cell as a part beside the old files
-    store.write([(results[0][0], results[0][1], {**results[0][2], "status": "failed"}, None,
-                  results[0][4])])  # and one old cell replaced
-    cells, traces = load(tmp_path)
-    assert sorted(cells.id) == sorted(r[0] for r in results)
-    assert cells.set_index("id").loc[results[0][0], "status"] == "failed"
-    assert set(traces.id) == {results[1][0], results[2][0]}
-    assert store.compact() == (4, 1)
-    after, after_traces = load(tmp_path)
-    assert sorted(after.id) == sorted(cells.id) and len(after_traces) == 8
-    assert store.provenance(results[1][0])["params"] == results[1][1]  # footer -> column
+    with pytest.warns(fastgt.FastGTWarning, match=r": 2 cells computed by an older fastgt "
+                                                  r"\(before numerics version 2"):
+        cells, traces = load(tmp_path)
+    assert len(cells) == 0 and len(traces) == 0
+    store.write(results[1:])  # computed anew: one old cell, and the missing one
+    with pytest.warns(fastgt.FastGTWarning, match=": 1 cells computed by an older fastgt"):
+        cells, traces = load(tmp_path)
+    assert sorted(cells.id) == sorted(r[0] for r in results[1:]) and len(traces) == 8
+    assert store.compact() == (3, 1)
+    assert pq.read_table(tmp_path / "cells").num_rows == 3  # the old cell's row is kept
+    assert store.provenance(results[0][0])["params"] == results[0][1]  # footer -> column
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        store.write(results[:1])
+        assert sorted(load(tmp_path)[0].id) == sorted(r[0] for r in results)
 
 
 def test_status_reads_without_numba_or_pandas(tmp_path):
@@ -464,17 +471,24 @@ def test_status_reads_without_numba_or_pandas(tmp_path):
     assert "done      4 (ok 4, diverged 0)\nfailed    2" in out.stdout
 
 
-def test_a_sweep_resumes_a_first_layout_directory(tmp_path):
-    """A sweep on a directory of the first layout computes only the missing cells, then
-    compacts the old files with its own; every row is that of a direct run."""
+def test_a_sweep_resumes_a_first_layout_directory(tmp_path, monkeypatch):
+    """A sweep on a directory of the first layout, whose cells have the ids of numerics
+    version 1, computes every cell anew (a warning says that the old ones are left out),
+    then compacts the old files with its own; every row loaded is that of a direct run."""
+    from fastgt.sweep import grid
     from fastgt.sweep.executors import run_sweep
 
     plist = [{**SMALL, "seed": s} for s in range(3)]
     results = _results(plist)
-    _first_layout(tmp_path, results[:2])
+    monkeypatch.setattr(grid, "NUMERICS_VERSION", 1)
+    old = [(make_cell(p).id, *r[1:]) for p, r in zip(plist, results)]
+    monkeypatch.undo()
+    assert not {r[0] for r in old} & {r[0] for r in results}
+    _first_layout(tmp_path, old[:2])
     report = run_sweep([make_cell(p) for p in plist], str(tmp_path), workers=1, progress=False)
-    assert report.status["ok"] == 1 and report.skipped == 2
-    cells, traces = load(tmp_path)
+    assert report.status["ok"] == 3 and report.skipped == 0
+    with pytest.warns(fastgt.FastGTWarning, match=": 2 cells computed by an older fastgt"):
+        cells, traces = load(tmp_path)
     assert sorted(cells.id) == sorted(r[0] for r in results) and len(traces) == 12
     (part,) = _visible(tmp_path / "cells")  # the old files compacted with the new one
     assert part.startswith("part-")

@@ -19,6 +19,7 @@ __all__ = [
     "RunResult",
     "__version__",
     "algorithm",
+    "analysis",
     "load",
     "problem",
     "run",
@@ -33,11 +34,18 @@ _LAZY = {"RunResult": "runner", "run": "runner", "run_batch": "runner", "problem
          "algorithm": "algorithms", "load": "sweep.storage"}
 
 
+#: subpackages imported on first access (fastgt.analysis.steps_to after a plain
+#: ``import fastgt``, as fastgt.theory)
+_SUBPACKAGES = ("analysis",)
+
+
 def __getattr__(name: str):
-    if name not in _LAZY:
-        raise AttributeError(f"module 'fastgt' has no attribute {name!r}")
     import importlib
 
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f".{name}", __name__)  # binds itself as our attribute
+    if name not in _LAZY:
+        raise AttributeError(f"module 'fastgt' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     globals()[name] = value
     return value

@@ -61,8 +61,9 @@ def user_errors(f):
             raise WriteError(str(err)) from None
         except MemoryError as err:  # numpy's names the array it could not allocate
             why = " ".join(str(err).split()) or "an allocation failed"
-            raise OutOfMemory(f"out of memory: {why} "
-                              "(each state array of a run takes n x d x 8 bytes, 4 in "
-                              "float32: a smaller n or d, or float32)") from None
+            raise OutOfMemory(f"out of memory: {why} (a run holds its state, arrays of n "
+                              "x d values of 8 bytes, 4 in float32, and a problem with data "
+                              "its rows, n x samples x d: a smaller n, d or samples, or "
+                              "float32)") from None
 
     return wrapper

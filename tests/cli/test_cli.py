@@ -684,7 +684,7 @@ def test_running_out_of_memory_is_one_line_with_exit_1(monkeypatch):
 
     monkeypatch.setattr("fastgt.runner.run", short)
     line = one_error(invoke("run", *TINY), 1, "out of memory: Unable to allocate 4.65 GiB",
-                     "n x d x 8 bytes")
+                     "arrays of n x d values", "n x samples x d: a smaller n, d or samples")
     assert "Traceback" not in line
 
 

@@ -21,6 +21,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import warnings
 from collections import namedtuple
 from dataclasses import dataclass, field
 
@@ -31,7 +32,15 @@ from scipy.special import expit
 from .. import derived
 from ..config import INLINE_FLAGS
 from ..data import SPLITS, file_stamp, read_file, split_rows, synthetic
-from ..errors import FastGTError, check_choice, check_float, check_int
+from ..errors import (
+    FastGTError,
+    FastGTWarning,
+    bad,
+    caller_level,
+    check_choice,
+    check_float,
+    check_int,
+)
 from ..kernels.oracles import ProblemKernels, noise_at
 from ..kernels.rng import row_key, uniform_index
 from ..kernels.rounding import fma, prefetch_row, prefetch_span
@@ -236,8 +245,15 @@ class SampleProblem(Problem):
 
     def for_noise(self, noise: str) -> SampleProblem:
         """The minibatch noises draw batch_size rows per gradient (``sampled``); the others
-        take every row, so a batch_size other than 1 there is a mistake, refused."""
+        take every row, so a batch_size other than 1 there is a mistake, refused. A batch
+        beyond every node's rows draws more than the exact gradient costs: said once."""
         if noise in SAMPLED:
+            most = int(self.sizes.max())
+            if self.batch_size > most:
+                warnings.warn(f"batch_size={self.batch_size} draws more rows per gradient than "
+                              f"any node has (at most {most}): noise='full' takes the exact "
+                              f"gradient from {most} rows", FastGTWarning,
+                              stacklevel=caller_level())
             return self.sampled()
         if self.batch_size != 1:
             raise FastGTError(f"batch_size={self.batch_size} applies to noise 'minibatch' and "
@@ -384,8 +400,7 @@ def build(name: str, n: int, d: int, loss: str, rkind: str, data: str, samples: 
     check_choice("split", split, tuple(SPLITS))  # both before the check that they fit
     split_alpha = check_float("split_alpha", split_alpha, 0.0, lo_open=True)
     if not isinstance(data, str) or not data:
-        raise FastGTError(f"data={data!r} is invalid: allowed 'synthetic' or the path of a "
-                          "LIBSVM, .npz or .parquet file")
+        raise bad("data", data, "'synthetic' or the path of a LIBSVM, .npz or .parquet file")
     if split != "dirichlet" and split_alpha != SPLIT_ALPHA:  # else silently the same split
         raise FastGTError(f"split_alpha={split_alpha:g} applies to split='dirichlet' only: "
                           f"with split={split!r}, leave it out (a grid: give it in a [[grid]] "
@@ -397,6 +412,13 @@ def build(name: str, n: int, d: int, loss: str, rkind: str, data: str, samples: 
                 raise FastGTError(f"{key}={val:g} applies to data='synthetic' only: the rows "
                                   f"and labels of data={data!r} are the file's; leave it out")
     classification = loss == "logistic"
+    if classification and data == "synthetic" and label_noise == 0 and reg == 0:
+        # labels of a planted x, none flipped: separable whatever the draw (as optimum.solve
+        # finds on data files, but judged here, where a grid's spec is checked)
+        raise FastGTError(f"{name} with reg = 0 has no minimizer on synthetic data with "
+                          "label_noise = 0: its labels, sign(a^T x) of a planted x, are "
+                          "linearly separable (f -> 0 as ||x|| grows); allowed reg > 0 or "
+                          "label_noise > 0")
     rng = np.random.default_rng([seed, 0xDA7A])
     if data == "synthetic":
         if classification and label_noise > 0.5:

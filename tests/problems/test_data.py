@@ -3,6 +3,7 @@ identically; splits across nodes; every bad input as a one-line error naming it.
 
 import os
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -103,6 +104,8 @@ def test_heterogeneity_zeta2_grows_with_skew():
 
 @pytest.mark.parametrize("kw, words", [
     ({"data": "/no/such/file.svm"}, "data="),
+    ({"data": np.zeros((8, 3))},  # one line (a user trial)
+     r"^data=<ndarray of shape \(8, 3\)> is invalid: allowed 'synthetic' or the path"),
     ({"split": "random"}, "split="),
     ({"split_alpha": 0.0}, "split_alpha="),
     ({"batch_size": 0}, "batch_size="),
@@ -260,3 +263,30 @@ def test_separable_data_without_reg_have_no_minimizer_and_are_refused(tmp_path):
             _ = fastgt.problem(name, data=sep, reg=0.0).build(4, 1).fstar
     assert fastgt.problem("logistic", data=sep, reg=0.01).build(4, 1).fstar > 0
     assert fastgt.problem("logistic", data=overlap, reg=0.0).build(4, 1).fstar > 0
+
+
+def test_synthetic_data_without_label_noise_or_reg_are_refused_in_a_spec(tmp_path):
+    """Synthetic labels of a planted x, none flipped, are always separable: with reg = 0 a
+    grid refuses the cell while its spec is read (a user trial: `fastgt run` refused it,
+    the same cell in a grid passed the checks and failed as it ran)."""
+    from fastgt.sweep.grid import parse_spec
+
+    text = ('[run]\ntopology = "ring"\nn = 16\nproblem = "nonconvex"\nreg = 0.0\n'
+            'label_noise = 0.0\n')
+    with pytest.raises(FastGTError, match="nonconvex with reg = 0 has no minimizer on "
+                                          "synthetic data with label_noise = 0"):
+        parse_spec(text).cells()
+    assert len(parse_spec(text.replace("label_noise = 0.0", "label_noise = 0.1")).cells()) == 1
+    assert fastgt.problem("logistic", reg=0.0, label_noise=0.1).build(16, 3).fstar > 0
+
+
+def test_a_batch_beyond_every_nodes_rows_is_said():
+    """(A user trial: batch_size = 10^9 with 100 rows a node ran for minutes, silently.)"""
+    prob = fastgt.problem("logistic", samples=10, batch_size=11).build(4, 3)
+    with pytest.warns(fastgt.FastGTWarning, match=r"batch_size=11 draws more rows per "
+                                                  r"gradient than any node has \(at most 10\)"):
+        prob.for_noise("minibatch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fastgt.problem("logistic", samples=10, batch_size=10).build(4, 3).for_noise("minibatch")
+

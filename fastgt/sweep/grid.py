@@ -412,20 +412,29 @@ def _typed(key: str, val, table, spec: GridSpec, where: str | None):
     try:
         if key not in PARAMS:
             raise _unknown(key)
+        tables = PARAMS[key].tables == "list"
         if isinstance(val, list) and not PARAMS[key].is_value(val):
+            if tables and any(isinstance(v, dict) for v in val):  # one value, not an axis
+                return _one(key, val)
             if table == "run":
                 raise FastGTError(f"{key} is a list in [run]: lists go in [[grid]] tables "
                                   "(or use --param)")
             if not val:
                 raise FastGTError(f"{key} = [] is an empty grid: give at least one value")
-            return [PARAMS[key].validate(key, v) for v in val]
-        if isinstance(val, dict) and not PARAMS[key].is_value(val):
-            raise bad(key, val, "a list of topology tables, e.g. [{topology = \"ring\", n = 16}]"
-                      if PARAMS[key].tables == "list" else
-                      f"a single value or a list of {PARAMS[key].kind.__name__}")
-        return PARAMS[key].validate(key, val)
+            return [_one(key, v) for v in val]
+        return _one(key, val)
     except FastGTError as err:
         raise FastGTError(f"{_location(spec.source, where)}: {err}") from None
+
+
+def _one(key: str, val):
+    """One value of ``key`` checked: a table or list where the parameter takes none, or a
+    list of tables holding something else, named as such."""
+    if isinstance(val, dict | list) and not PARAMS[key].is_value(val):
+        raise bad(key, val, "a list of topology tables, e.g. [{topology = \"ring\", n = 16}]"
+                  if PARAMS[key].tables == "list" else
+                  f"a single value or a list of {PARAMS[key].kind.__name__}")
+    return PARAMS[key].validate(key, val)
 
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"']+)\s*\]\]?")

@@ -193,6 +193,10 @@ ERRORS = [
      ["line 3", "list in [run]"]),
     ('[run]\ntopology = "cycle"\nmatrices = [{n = 8}]\n', [],
      ["line 3", "a list of topology tables"]),
+    ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 8}, "ring"]\n', [],
+     ["line 3: matrices=[{", "is invalid: allowed a list of topology tables"]),  # a trial
+    ('[run]\ntopology = "cycle"\n[[grid]]\nmatrices = [[{topology = "ring", n = 8}, "ring"]]\n',
+     [], ["line 4: matrices=[{", "is invalid: allowed a list of topology tables"]),
     ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 8}, {topology = "ring", n = 9}]\n',
      [], ["cell with", "matrix 1 has n=9"]),
     ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 8, prob = 0.5}]\n',

@@ -173,7 +173,7 @@ def report(path, out=None, metric: str = "consensus", include_transient: bool = 
             counts += fig_counts
             stem = out / "_".join(([sweep] if len(dirs) > 1 else [])
                                   + [f"setup{SETUPS[key['noise']]}", family, key["algorithm"]]
-                                  + [_safe(f"{k}{key[k]}") for k in varying])
+                                  + [_safe(f"{k}{_value(key[k])}") for k in varying])
             figures = {stem: fig}
             if curves is not None:
                 # what was run, in the title: the cells' parameters beside their traces
@@ -214,6 +214,14 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_")
 
 
+def _value(v) -> str:
+    """A parameter's value as a title or file name shows it: "none" where the cells do not
+    set it (a topology_y of some cells only), not "nan"."""
+    import pandas as pd
+
+    return "none" if pd.isna(v) else str(v)
+
+
 def _figure(sweep, directory, family, param, key, varying, group, metric, include_transient):
     """One figure: (Figure, slope rows, {"transient": [...], "not drawn": [...]} lines for
     slopes.md, the number of seeds behind each drawn point)."""
@@ -221,7 +229,7 @@ def _figure(sweep, directory, family, param, key, varying, group, metric, includ
 
     title, _, panels = FIGURES[family]
     setup, algo = SETUPS[key["noise"]], key["algorithm"]
-    extra = ", ".join(f"{k}={key[k]}" for k in varying)
+    extra = ", ".join(f"{k}={_value(key[k])}" for k in varying)
     agg = _points(group, param, metric)
     drawn = agg["why"] == ""
     fitted = agg[drawn & (include_transient | ~agg["transient"])]

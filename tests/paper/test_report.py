@@ -250,6 +250,7 @@ def test_cells_outside_the_paper_sweeps_are_counted_not_drawn_and_names_are_safe
     spec = ('[run]\ntopology = "ring"\nn = 8\nd = 2\nsteps = 200\nrecord_every = 20\n'
             '[[grid]]\nself_weight = [0.3, 0.5]\ntopology_y = [{topology = "ring", n = 8}, '
             '{topology = "complete", n = 8}]\n'
+            '[[grid]]\nself_weight = [0.3, 0.5]\n'  # no topology_y: "none", not "nan"
             '[[grid]]\nproblem = "hetero_quadratic"\n'
             '[[grid]]\ntopology = "one_peer_exponential"\nnoise = "gaussian"\n')
     write_sweep(tmp_path / "mixed", spec)
@@ -259,8 +260,11 @@ def test_cells_outside_the_paper_sweeps_are_counted_not_drawn_and_names_are_safe
     assert names and all(set(n) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                            "0123456789._=-") for n in names), names
     assert any("topology_y_n_8_topology_complete" in n for n in names), names
+    assert any(n.endswith("topology_ynone.png") for n in names), names
+    assert not any("nan" in n for n in names), names
     md = (tmp_path / "out" / "slopes.md").read_text()
-    assert "4 cells of ring" in md and "2 other ok cells left out (not interp_ring or ring, " \
+    assert "topology_y=none" in md and "topology_y=nan" not in md, md
+    assert "6 cells of ring" in md and "2 other ok cells left out (not interp_ring or ring, " \
         "gaussian or structured noise, the quadratic problem" in md, md
 
 

@@ -85,8 +85,9 @@ def cgroup_dirs() -> list[tuple[Path, bool]]:
         if len(parts) != 3:
             continue
         hid, controllers, path = parts
-        if hid == "0" and not controllers:
-            mount, v2 = CGROUP_ROOT, True
+        if hid == "0" and not controllers:  # v2: the root, or a hybrid host's unified/
+            unified = CGROUP_ROOT / "unified"
+            mount, v2 = (unified if unified.is_dir() else CGROUP_ROOT), True
         elif "memory" in controllers.split(","):
             mount, v2 = CGROUP_ROOT / "memory", False
         else:

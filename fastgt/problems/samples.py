@@ -412,13 +412,16 @@ def build(name: str, n: int, d: int, loss: str, rkind: str, data: str, samples: 
                 raise FastGTError(f"{key}={val:g} applies to data='synthetic' only: the rows "
                                   f"and labels of data={data!r} are the file's; leave it out")
     classification = loss == "logistic"
-    if classification and data == "synthetic" and label_noise == 0 and reg == 0:
-        # labels of a planted x, none flipped: separable whatever the draw (as optimum.solve
-        # finds on data files, but judged here, where a grid's spec is checked)
-        raise FastGTError(f"{name} with reg = 0 has no minimizer on synthetic data with "
-                          "label_noise = 0: its labels, sign(a^T x) of a planted x, are "
-                          "linearly separable (f -> 0 as ||x|| grows); allowed reg > 0 or "
-                          "label_noise > 0")
+    if classification and data == "synthetic" and reg == 0 and (
+            label_noise == 0 or n * samples <= d):
+        # separable whatever the draw: labels of a planted x, none flipped, or no more rows
+        # than dimensions (as optimum.solve finds on any data, but judged here, where a
+        # grid's spec is checked; fewer rows can still be separable: solve says so then)
+        why = ("its labels, sign(a^T x) of a planted x, are" if label_noise == 0 else
+               f"its {n * samples} rows in d = {d} dimensions are")
+        raise FastGTError(f"{name} with reg = 0 has no minimizer on this synthetic data: "
+                          f"{why} linearly separable (f -> 0 as ||x|| grows); allowed reg > 0, "
+                          "or label_noise > 0 and more rows than d")
     rng = np.random.default_rng([seed, 0xDA7A])
     if data == "synthetic":
         if classification and label_noise > 0.5:

@@ -140,7 +140,8 @@ def _todo(cells, store: Store, force: bool, retry_failed: bool,
     """Cells to compute, and those of them that already have a result (to be replaced);
     the report counts the cells kept as failed and those of DIR not in this grid."""
     done = store.ids()
-    report.others = len(done - {c.id for c in cells})
+    older = store.older_ids() if done else set()
+    report.others, report.older = len(done - older - {c.id for c in cells}), len(older)
     if force:
         return list(cells), done
     failed = set()

@@ -170,22 +170,20 @@ class GridSpec:
 
     def cells(self) -> list[Cell]:
         """Validated cells (the union of every grid's product), duplicates removed, in order."""
-        every, seen = [], {}
-        origin: dict[str, set] = {}  # cell id -> the grid tables it came from
+        every, seen = [], {}  # every: (cell, the grid table it came from)
         for g, table in enumerate(self.grids or [{}]):
             axes = [(k, v if isinstance(v, list) else [v]) for k, v in table.items()]
             for combo in itertools.product(*(vals for _, vals in axes)):
                 params = {**self.run, **{k: v for (k, _), v in zip(axes, combo)}}
                 cell = self._cell(params, g)
-                every.append(cell)
+                every.append((cell, g))
                 seen.setdefault(cell.id, cell)
-                origin.setdefault(cell.id, set()).add(g)
         # every cell as written: a duplicate by id may still spell a value that is wrong
         # (a d that is not its data file's)
-        self._check_buildable(every, origin)
+        self._check_buildable(every)
         return list(seen.values())
 
-    def _check_buildable(self, cells: list[Cell], origin: dict) -> None:
+    def _check_buildable(self, cells: list[tuple[Cell, int]]) -> None:
         """Build every distinct problem (on a tiny n, d) and topology of the cells once, so
         that values only a build can judge (mu > L, a hypercube's n, a ring's zero
         self_weight) are errors before anything runs. A random graph that comes out
@@ -202,7 +200,7 @@ class GridSpec:
         built: dict = {}  # key -> its topology (None: a degenerate random graph)
         problems: dict = {}  # key -> its problem, built once
         checked, noises = set(), set()
-        for cell in cells:
+        for cell, g in cells:
             key = tuple(sorted((k, v) for k, v in cell.params.items() if k not in free))
             ignored = inapplicable(cell.params)
             shown = ", ".join(f"{k}={v}" for k, v in key if k not in ignored)
@@ -216,14 +214,13 @@ class GridSpec:
                         raise FastGTError(f"{self.source}: cell with {shown}: {err}") from None
                     built[key] = None
             d, data = cell.params["d"], cell.params.get("data", "synthetic")
-            # a d set for this cell (in a table it comes from, or [run]), not for another
-            gave = [g for g in sorted(origin[cell.id]) if (g, "d") in self.where]
+            # a d set for this cell (in the table it comes from, or [run]), not for another
+            gave = (g, "d") in self.where
             if data != "synthetic" and d != problems[key].d and (gave or ("run", "d") in
                                                                   self.where):
-                g = gave[0] if gave else None
-                raise FastGTError(f"{self._loc('d', g)}: d = {d} does not apply to data = "
-                                  f"{data!r}: its d is the file's, {problems[key].d} (leave d "
-                                  "out)")
+                raise FastGTError(f"{self._loc('d', g if gave else None)}: d = {d} does not "
+                                  f"apply to data = {data!r}: its d is the file's, "
+                                  f"{problems[key].d} (leave d out)")
             noise = cell.params["noise"]
             if (key, noise) not in noises:
                 noises.add((key, noise))

@@ -23,6 +23,7 @@ class SweepReport:
     lost_ids: list = field(default_factory=list)  # the first few
     kept_failed: int = 0  # skipped, recorded as failed before
     others: int = 0  # cells of DIR not in this grid (other specs run there)
+    older: int = 0  # cells of DIR of another fastgt's numbers (moved to DIR/older at the end)
     #: data file -> skipped cells that ran on it before it was rewritten
     stale: dict = field(default_factory=dict)
     elapsed: float = 0.0
@@ -60,6 +61,10 @@ class SweepReport:
         if self.others:
             out.append(f"  DIR also holds {self.others} cells of other grids (fastgt.load "
                        "reads them too: where= selects)")
+        if self.older:
+            out.append(f"  DIR held {self.older} cells computed by another fastgt, whose "
+                       "numbers can differ (their numerics version): moved to DIR/older, "
+                       "never loaded; this grid's are computed anew")
         for path, count in self.stale.items():
             out.append(f"  {count} of the skipped cells ran on {path} before it changed: "
                        "--force computes them again")

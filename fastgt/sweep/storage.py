@@ -61,6 +61,7 @@ from .tables import (
     expression,
     newest,
     null_inapplicable,
+    of_version,
     select,
     to_pandas,
     trace_table,
@@ -246,10 +247,13 @@ class Store(Claims):
         self._ids[name] = [r[0] for r in results]
         return name
 
-    def _put(self, sub: str, name: str, table: pa.Table) -> None:
+    def _put(self, folder: str, name: str, table: pa.Table) -> None:
+        """``table`` as DIR/<folder>/<name>.parquet (folder: cells, traces, or older/cells,
+        older/traces: rows of another fastgt's numbers, moved there by compaction)."""
         table = table.replace_schema_metadata({META_KEY: json.dumps({"writer": self.me})})
-        self._replace(f"{self.root}/{sub}/{name}.parquet", lambda f: pq.write_table(
-            table, f, row_group_size=ROW_GROUP[sub], **_WRITE))
+        self.fs.makedirs(f"{self.root}/{folder}", exist_ok=True)
+        self._replace(f"{self.root}/{folder}/{name}.parquet", lambda f: pq.write_table(
+            table, f, row_group_size=ROW_GROUP[folder.rsplit("/", 1)[-1]], **_WRITE))
 
     def _temporary(self, folder: str) -> str:
         """A temporary's name: its writer (pid, start, host) in it, for the clean-up."""
@@ -394,8 +398,8 @@ class Store(Claims):
         extra = [] if cols is None else [
             o for o in dict.fromkeys([*(CONDITIONAL[k][0] for k in cols if k in CONDITIONAL),
                                       "numerics"]) if o not in cols]
-        out = current(null_inapplicable(self._table(sub, cols and [*cols, *extra], where)),
-                      self.root, sub)
+        out = current(null_inapplicable(self._table(sub, None if cols is None else
+                                                    [*cols, *extra], where)), self.root, sub)
         return out.select(cols) if extra else out
 
     def _spellings(self, key: str, value) -> list:
@@ -484,14 +488,17 @@ class Store(Claims):
         atomically before any input is deleted, traces before cells, named to sort just
         after its newest input, and inputs lose their traces before their cells, so a kill
         at any point leaves every cell readable exactly once, with its trace;
-        another compaction running on DIR (a lock on local disks) makes this one a no-op."""
+        another compaction running on DIR (a lock on local disks) makes this one a no-op.
+        Rows of another fastgt's numbers (tables.of_version) go to DIR/older/, out of the
+        loads' way and kept."""
         with self._lock("compact", wait=False) as got:
             cells_files, trace_files = self.files("cells"), self.files("traces")
             before = len(cells_files)
             index = self.index()
             latest = self.latest(index)
             tidy = (before <= 1 and all(s.startswith(PART) for s in index)
-                    and not _twice(index, latest) and set(trace_files) <= set(index))
+                    and not _twice(index, latest) and set(trace_files) <= set(index)
+                    and not self._older(cells_files))
             if not got or tidy:
                 return before, before
             for chunk in self._chunks(list(index), trace_files):
@@ -500,6 +507,21 @@ class Store(Claims):
                 if stem.startswith(PART) and self.stale(self._writer(trace_files[stem])):
                     self._rm(trace_files[stem])  # a flush killed before its cells
             return before, len(self.files("cells"))
+
+    def older_ids(self) -> set[str]:
+        """The cells of DIR/cells whose rows hold another fastgt's numbers (of_version)."""
+        t = self._table("cells", ["id", "numerics"], None)
+        keep = of_version(t)
+        return set() if keep is None else set(t.filter(pc.invert(keep))["id"].to_pylist())
+
+    def _older(self, files: dict) -> bool:
+        """Whether cells ``files`` hold rows of another fastgt's numbers (to move)."""
+        for path in files.values():
+            with self._parquet(path) as f:
+                if "numerics" not in f.schema_arrow.names or \
+                        of_version(f.read(columns=["numerics"])) is not None:
+                    return True
+        return False
 
     def _chunks(self, stems: list[str], trace_files: dict) -> list[list[str]]:
         chunks, rows = [[]], 0
@@ -520,7 +542,7 @@ class Store(Claims):
         # while both exist, the output's rows are the newest
         name = f"{PART}{max(_age(s)[0] for s in chunk):019d}-z{secrets.token_hex(4)}"
         for sub, files in (("traces", trace_files), ("cells", cells_files)):
-            tables = []
+            tables, older = [], []
             for stem in chunk:
                 if stem not in files:
                     continue
@@ -529,9 +551,19 @@ class Store(Claims):
                 t = newest(t, stem, latest).replace_schema_metadata(None)
                 if sub == "cells" and not stem.startswith(PART):  # first layout: footer
                     t = _with_provenance(t, footer)
+                # another fastgt's numbers (rows of another version, or written before
+                # the column): to DIR/older, kept apart
+                if "numerics" not in t.column_names:
+                    older.append(t)
+                    continue
+                keep = of_version(t)
+                if keep is not None:
+                    older.append(t.filter(pc.invert(keep)))
+                    t = t.filter(keep)
                 tables.append(t)
-            if tables:
-                self._put(sub, name, pa.concat_tables(tables, promote_options="permissive"))
+            for folder, parts in ((f"older/{sub}", older), (sub, tables)):
+                if parts and sum(len(t) for t in parts):
+                    self._put(folder, name, pa.concat_tables(parts, promote_options="permissive"))
         for sub, files in (("traces", trace_files), ("cells", cells_files)):
             for stem in chunk:  # an input's cells outlive its traces: never a cell without
                 if stem in files:

@@ -75,20 +75,33 @@ def null_inapplicable(table: pa.Table) -> pa.Table:
     return table
 
 
-def current(table: pa.Table, where: str, sub: str) -> pa.Table:
-    """The rows of this fastgt's numbers (column numerics = NUMERICS_VERSION); the others,
-    rows of an older fastgt (null: written before the column), are left out, with a
-    FastGTWarning counting the cells."""
+def of_version(table: pa.Table) -> pa.ChunkedArray | None:
+    """Which rows hold this fastgt's numbers (column numerics = NUMERICS_VERSION; null: a
+    row written before the column), or None when all of them do. No Python value goes to
+    pyarrow (that imports pandas: ``fastgt status`` stays light)."""
     col = table["numerics"]
     if not len(col) or (col.null_count == 0 and set(pc.min_max(col).as_py().values()) == {
-            NUMERICS_VERSION}):  # (no Python value passed to pyarrow: that imports pandas)
+            NUMERICS_VERSION}):
+        return None
+    version = pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(
+        NUMERICS_VERSION.to_bytes(8, "little", signed=True))])
+    return pc.is_in(col, value_set=version)  # null -> false
+
+
+def current(table: pa.Table, where: str, sub: str) -> pa.Table:
+    """The rows of this fastgt's numbers (of_version); the others are left out, with a
+    FastGTWarning counting the cells."""
+    keep = of_version(table)
+    if keep is None:
         return table
-    kept = table.filter(pc.fill_null(pc.equal(col, NUMERICS_VERSION), False))
+    kept = table.filter(keep)
     if sub == "cells":
-        warnings.warn(f"{where}: {len(table) - len(kept)} cells computed by an older fastgt "
-                      f"(before numerics version {NUMERICS_VERSION}: their numbers can differ "
-                      "from this one's) are left out; rerunning the sweep computes them anew",
-                      FastGTWarning, stacklevel=caller_level())
+        n = len(table) - len(kept)
+        warnings.warn(f"{where}: {n} {'cell' if n == 1 else 'cells'} computed by another "
+                      f"fastgt (numerics version other than {NUMERICS_VERSION}: their numbers "
+                      "can differ from this one's) left out; a rerun of their sweep computes "
+                      "them anew, and `fastgt compact` moves them to older/", FastGTWarning,
+                      stacklevel=caller_level())
     return kept
 
 

@@ -36,6 +36,13 @@ def test_v2_limit_less_working_set(fake):
     assert memory.available_memory() == 2 * GiB  # less than MemAvailable's 8000000 kB
 
 
+def test_a_hybrid_hosts_v2_hierarchy_is_under_unified(fake):
+    fake({"proc/self/cgroup": "4:cpu:/x\n0::/job\n",
+          "cgroup/unified/job/memory.max": f"{3 * GiB}\n",
+          "cgroup/unified/job/memory.current": f"{GiB}\n"})
+    assert memory.cgroup_room() == 2 * GiB
+
+
 def test_the_tightest_ancestor_counts(fake):
     fake({"proc/self/cgroup": "0::/a/b\n",
           "cgroup/a/b/memory.max": f"{8 * GiB}\n", "cgroup/a/b/memory.current": "0\n",

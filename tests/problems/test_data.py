@@ -273,10 +273,13 @@ def test_synthetic_data_without_label_noise_or_reg_are_refused_in_a_spec(tmp_pat
 
     text = ('[run]\ntopology = "ring"\nn = 16\nproblem = "nonconvex"\nreg = 0.0\n'
             'label_noise = 0.0\n')
-    with pytest.raises(FastGTError, match="nonconvex with reg = 0 has no minimizer on "
-                                          "synthetic data with label_noise = 0"):
+    with pytest.raises(FastGTError, match="nonconvex with reg = 0 has no minimizer on this "
+                                          "synthetic data: its labels, sign"):
         parse_spec(text).cells()
-    assert len(parse_spec(text.replace("label_noise = 0.0", "label_noise = 0.1")).cells()) == 1
+    noisy = text.replace("label_noise = 0.0", "label_noise = 0.1")
+    assert len(parse_spec(noisy).cells()) == 1
+    with pytest.raises(FastGTError, match="its 32 rows in d = 40 dimensions are linearly"):
+        fastgt.problem("logistic", reg=0.0, label_noise=0.1, samples=2).build(16, 40)
     assert fastgt.problem("logistic", reg=0.0, label_noise=0.1).build(16, 3).fstar > 0
 
 

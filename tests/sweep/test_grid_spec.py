@@ -70,6 +70,7 @@ def test_id_is_sha256_of_canonical_json_and_numerics_version(monkeypatch):
     blob = json.dumps({"numerics": 2, "params": cell.params}, sort_keys=True,
                       separators=(",", ":"))
     assert cell.id == hashlib.sha256(blob.encode()).hexdigest()[:16]
+    assert cell.id == "34d010e0e19269e9"  # its defaults as of numerics version 2 (2026-11-27)
     # order of keys, int vs float spelling and explicit defaults do not change the id
     (same,) = G.parse_spec('[run]\nstepsize = 0.01\nn = 8\nself_weight = 0.3333333333333333\n'
                            'topology = "ring"\nsigma2 = 1\n').cells()
@@ -105,6 +106,10 @@ def test_a_data_files_d_is_the_same_cell(tmp_path):
     (a,) = G.parse_spec(base).cells()
     (b,) = G.parse_spec(base + "d = 6\n").cells()
     assert a.id == b.id
+    # one table spelling the file's d, another leaving it out: the same cells, no error
+    # (a review: the second's default d = 100 was judged as given by the first)
+    both = base + "[[grid]]\nd = 6\nseed = [0, 1]\n[[grid]]\nseed = [0, 1]\n"
+    assert len(G.parse_spec(both).cells()) == 2
     with pytest.raises(FastGTError, match="d = 7 does not apply"):
         G.parse_spec(base + "d = 7\n").cells()
 
@@ -489,9 +494,10 @@ def test_a_list_of_tables_is_one_value_and_a_list_of_them_an_axis():
 
 def test_topology_tables_are_checked_but_keep_their_text_and_ids(monkeypatch):
     """A topology table's entries are checked where the spec is read, but the table is kept
-    as written, so the ids of existing sweeps stay (these from commit 3120cb3): an inline
-    list (from_edges' edges) is the family's to judge."""
-    monkeypatch.setattr(G, "NUMERICS_VERSION", 1)  # 3120cb3's ids were of version 1
+    as written; a table that sets no default hashes as it did (the ids of commit 3120cb3,
+    of numerics version 1, back under that version): an inline list (from_edges' edges) is
+    the family's to judge."""
+    monkeypatch.setattr(G, "NUMERICS_VERSION", 1)
     ring = '[run]\ntopology = "ring"\nn = 8\ntopology_y = {topology = "ring", n = 8, %s}\n'
     (cell,) = G.parse_spec(ring % "self_weight = 0.5").cells()
     assert cell.id == "201e8105e9b8241c"

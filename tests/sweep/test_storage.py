@@ -433,28 +433,32 @@ def _first_layout(tmp_path, results):
 def test_first_layout_directories_are_read_kept_and_left_out(tmp_path):
     """A directory of the first layout (before parts) was written before the numerics
     column, by a fastgt whose numbers may differ from this one's: its files are read (ids,
-    provenance) and kept through compaction, but its cells are left out of loads, with a
-    warning, until a sweep computes them anew (whose rows, the newest, then win)."""
+    provenance), but its cells are left out of loads, with a warning, and a compaction
+    moves them to DIR/older (kept, out of the loads' way)."""
     results = _results([{**SMALL, "seed": s} for s in range(3)])
     _first_layout(tmp_path, results[:2])
     store = Store(tmp_path)
-    assert store.ids() == {results[0][0], results[1][0]}
+    assert store.ids() == {results[0][0], results[1][0]} == store.older_ids()
     assert store.provenance(results[0][0])["params"] == results[0][1]
-    with pytest.warns(fastgt.FastGTWarning, match=r": 2 cells computed by an older fastgt "
-                                                  r"\(before numerics version 2"):
+    with pytest.warns(fastgt.FastGTWarning, match=r": 2 cells computed by another fastgt "
+                                                  r"\(numerics version other than 2"):
         cells, traces = load(tmp_path)
     assert len(cells) == 0 and len(traces) == 0
-    store.write(results[1:])  # computed anew: one old cell, and the missing one
-    with pytest.warns(fastgt.FastGTWarning, match=": 1 cells computed by an older fastgt"):
+    store.write(results[2:])
+    with pytest.warns(fastgt.FastGTWarning, match=": 2 cells computed by another fastgt"):
         cells, traces = load(tmp_path)
-    assert sorted(cells.id) == sorted(r[0] for r in results[1:]) and len(traces) == 8
+    assert list(cells.id) == [results[2][0]] and len(traces) == 4
     assert store.compact() == (3, 1)
-    assert pq.read_table(tmp_path / "cells").num_rows == 3  # the old cell's row is kept
-    assert store.provenance(results[0][0])["params"] == results[0][1]  # footer -> column
+    assert store.older_ids() == set() and store.ids() == {results[2][0]}
+    older = pq.read_table(tmp_path / "older" / "cells")
+    assert sorted(older["id"].to_pylist()) == sorted(r[0] for r in results[:2])
+    assert older["provenance"].null_count == 0  # the first layout's footers, as a column
+    assert pq.read_table(tmp_path / "older" / "traces").num_rows == 8
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        store.write(results[:1])
-        assert sorted(load(tmp_path)[0].id) == sorted(r[0] for r in results)
+        cells, traces = load(tmp_path)
+        assert list(cells.id) == [results[2][0]] and len(traces) == 4
+        assert len(load(tmp_path, columns=[], traces=False)[0]) == 1  # (a KeyError once)
 
 
 def test_status_reads_without_numba_or_pandas(tmp_path):
@@ -463,6 +467,8 @@ def test_status_reads_without_numba_or_pandas(tmp_path):
     _rewritten(tmp_path)
     compacted = CliRunner().invoke(compact_cmd, [str(tmp_path)])
     assert compacted.exit_code == 0 and "3 cell files -> 1" in compacted.output
+    (old,) = _results([{**SMALL, "seed": 9}])  # and a row of another fastgt's numbers
+    _first_layout(tmp_path, [(f"{old[0][:-1]}x", *old[1:])])
     code = ("import sys\nfrom fastgt.cli import main\n"
             f"sys.argv = ['fastgt', 'status', {str(tmp_path)!r}]\n"
             "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code\n"
@@ -470,12 +476,13 @@ def test_status_reads_without_numba_or_pandas(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines()[-1] == "[]", out.stdout + out.stderr
     assert "done      4 (ok 4, diverged 0)\nfailed    2" in out.stdout
+    assert "1 cell computed by another fastgt" in out.stderr, out.stderr
 
 
 def test_a_sweep_resumes_a_first_layout_directory(tmp_path, monkeypatch):
     """A sweep on a directory of the first layout, whose cells have the ids of numerics
-    version 1, computes every cell anew (a warning says that the old ones are left out),
-    then compacts the old files with its own; every row loaded is that of a direct run."""
+    version 1, computes every cell anew, says so, and moves the old rows to DIR/older as it
+    compacts; every row loaded is that of a direct run, without a warning."""
     from fastgt.sweep import grid
     from fastgt.sweep.executors import run_sweep
 
@@ -487,12 +494,14 @@ def test_a_sweep_resumes_a_first_layout_directory(tmp_path, monkeypatch):
     assert not {r[0] for r in old} & {r[0] for r in results}
     _first_layout(tmp_path, old[:2])
     report = run_sweep([make_cell(p) for p in plist], str(tmp_path), workers=1, progress=False)
-    assert report.status["ok"] == 3 and report.skipped == 0
-    with pytest.warns(fastgt.FastGTWarning, match=": 2 cells computed by an older fastgt"):
+    assert report.status["ok"] == 3 and report.skipped == 0 and report.others == 0
+    assert any("DIR held 2 cells computed by another fastgt" in n for n in report.notes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         cells, traces = load(tmp_path)
     assert sorted(cells.id) == sorted(r[0] for r in results) and len(traces) == 12
-    (part,) = _visible(tmp_path / "cells")  # the old files compacted with the new one
-    assert part.startswith("part-")
+    (part,) = _visible(tmp_path / "cells")  # the new rows in one part, the old apart
+    assert part.startswith("part-") and len(_visible(tmp_path / "older" / "cells")) == 1
     for cid, _, row, _, _ in results:
         assert cells.set_index("id").loc[cid, "loss_nodes"] == row["loss_nodes"]
 

@@ -37,50 +37,43 @@ ALGORITHMS = ("dsgd", "d2", "extra")
 
 
 def bare_steps():
+    """Each algorithm's step as one plain loop over rows and coordinates: the ring's mixed
+    value m of coordinate k of row i, then the algorithm's update of that coordinate
+    (inlined: the loop is as if written out)."""
     from numba import njit
 
-    from fastgt.config import BLOCK_FLAGS
+    from fastgt.config import BLOCK_FLAGS, INLINE_FLAGS
+
+    @njit(**INLINE_FLAGS)
+    def dsgd(Z, Zn, X, H, N, v, i, k, m, a0, gamma):
+        Zn[i, k] = m - gamma * (a0 * m + N[0, k] * v[i])
+
+    @njit(**INLINE_FLAGS)
+    def d2(Z, Zn, X, H, N, v, i, k, m, a0, gamma):
+        xp = X[i, k]
+        g, gp = a0 * m + N[0, k] * v[i], a0 * xp + N[1, k] * v[i]
+        Zn[i, k] = 2.0 * m - xp - gamma * (g - gp)
+        X[i, k] = m
+
+    @njit(**INLINE_FLAGS)
+    def extra(Z, Zn, X, H, N, v, i, k, m, a0, gamma):
+        x = Z[i, k]
+        g = a0 * x + N[1, k] * v[i]
+        Zn[i, k] = x + m - gamma * g - H[i, k]
+        H[i, k] = 0.5 * (x + m) - gamma * g
 
     @njit(**BLOCK_FLAGS)
-    def dsgd(Z, Zn, X, H, N, v, w, a0, gamma, steps):
-        n, d = Z.shape
-        for _ in range(steps):
-            for i in range(n):
-                left, right = (i - 1) % n, (i + 1) % n
-                for k in range(d):
-                    x = w * Z[left, k] + w * Z[i, k] + w * Z[right, k]
-                    Zn[i, k] = x - gamma * (a0 * x + N[0, k] * v[i])
-            Z, Zn = Zn, Z
-
-    @njit(**BLOCK_FLAGS)
-    def d2(Z, Zn, X, H, N, v, w, a0, gamma, steps):
-        n, d = Z.shape
-        for _ in range(steps):
-            for i in range(n):
-                left, right = (i - 1) % n, (i + 1) % n
-                for k in range(d):
-                    x = w * Z[left, k] + w * Z[i, k] + w * Z[right, k]
-                    xp = X[i, k]
-                    g, gp = a0 * x + N[0, k] * v[i], a0 * xp + N[1, k] * v[i]
-                    Zn[i, k] = 2.0 * x - xp - gamma * (g - gp)
-                    X[i, k] = x
-            Z, Zn = Zn, Z
-
-    @njit(**BLOCK_FLAGS)
-    def extra(Z, Zn, X, H, N, v, w, a0, gamma, steps):
+    def steps_of(update, Z, Zn, X, H, N, v, w, a0, gamma, steps):
         n, d = Z.shape
         for _ in range(steps):
             for i in range(n):
                 left, right = (i - 1) % n, (i + 1) % n
                 for k in range(d):
                     m = w * Z[left, k] + w * Z[i, k] + w * Z[right, k]
-                    x = Z[i, k]
-                    g = a0 * x + N[1, k] * v[i]
-                    Zn[i, k] = x + m - gamma * g - H[i, k]
-                    H[i, k] = 0.5 * (x + m) - gamma * g
+                    update(Z, Zn, X, H, N, v, i, k, m, a0, gamma)
             Z, Zn = Zn, Z
 
-    return {"dsgd": dsgd, "d2": d2, "extra": extra}
+    return steps_of, {"dsgd": dsgd, "d2": d2, "extra": extra}
 
 
 def advances(n: int, d: int) -> dict:
@@ -93,13 +86,13 @@ def advances(n: int, d: int) -> dict:
         run = bench_steps.FastgtRun(algo, W, x0, bench_steps.stepsize("B"),
                                     bench_steps.VARIANCE["B"], setup="B")
         out["fastgt", algo] = run.advance
-    loops = bare_steps()
+    steps_of, updates = bare_steps()
     state = [x0.copy(), x0.copy(), x0.copy(), np.zeros((n, d)), g.standard_normal((2, d)),
              g.uniform(0.5, 1.5, n)]
-    for algo, loop in loops.items():
+    for algo, update in updates.items():
         arrays = [a.copy() for a in state]
-        out["bare", algo] = (lambda k, loop=loop, arrays=arrays:
-                             loop(*arrays, 1 / 3, 1.0, bench_steps.stepsize("B"), k))
+        out["bare", algo] = (lambda k, update=update, arrays=arrays: steps_of(
+            update, *arrays, 1 / 3, 1.0, bench_steps.stepsize("B"), k))
     return out
 
 

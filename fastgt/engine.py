@@ -245,6 +245,8 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         # float32: the metrics its rounding may dominate ("" if none); float64: not checked
         summary["rounding_limited"] = (rec.rounding_limited(cur, t, summary, algo.drifts)
                                        if batch.dtype != np.float64 else None)
+        if summary["status"] == "ok":
+            warn_growing(records[:, [0, 1 + rec.loss]])
         out.append(RunResult(records, summary, config,
                              LazyState(algo.state(batch, arrays, cur, c, t))))
     return out
@@ -412,6 +414,27 @@ class _Recorder:
             return f"{bad[0][0]} is not finite ({bad[0][1]})"
         return (f"loss_nodes = {self.out[self.loss]:.3g} exceeds {DIVERGE_FACTOR:g} x max(1, its "
                 "value at step 0)")
+
+
+#: a run that ends "ok" while loss_nodes grew at each of its last GROWING records, to more
+#: than GROWING_FACTOR x max(1, its value at step 0), is said to be growing
+GROWING, GROWING_FACTOR = 2, 1e6
+
+
+def warn_growing(loss: np.ndarray) -> None:
+    """A FastGTWarning when the records (step, loss_nodes) end in growth short of the
+    divergence threshold (a run stopped before it passed DIVERGE_FACTOR: "ok" said nothing
+    of a loss growing 10x every 20 steps; a user trial)."""
+    tail = loss[-GROWING - 1:, 1]
+    if len(tail) <= GROWING or not np.all(np.diff(tail) > 0):
+        return
+    ratio = tail[-1] / max(1.0, loss[0, 1])
+    if ratio > GROWING_FACTOR:
+        warnings.warn(f"loss_nodes grew at each of the last {GROWING} records, to {tail[-1]:.3g} "
+                      f"at step {int(loss[-1, 0])} ({ratio:.3g} x max(1, its value at step 0)): "
+                      f"the run may be diverging (it counts as diverged past {DIVERGE_FACTOR:g} "
+                      "x; fastgt theory gives the stable stepsizes of the quadratic problems)",
+                      FastGTWarning, stacklevel=caller_level())
 
 
 def _summarize(records: np.ndarray, rec: _Recorder, loop_time: float, wall: float,

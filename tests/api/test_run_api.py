@@ -2,6 +2,7 @@
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -255,3 +256,20 @@ def test_a_state_beyond_the_available_memory_is_refused_before_it_is_touched(mon
         fastgt.run(topology=W, d=100, steps=2)
     monkeypatch.setattr(memory, "available_memory", lambda: 2**30)
     assert fastgt.run(topology=W, d=100, steps=2).summary["status"] == "ok"
+
+
+def test_a_run_that_ends_growing_is_said_to_be():
+    """(A user trial: EXTRA with local steps on random matchings grew 10x every 20 steps and
+    a 200-step run said "ok".) Growth at each of the last records, far past the start,
+    warns; a run that is still ok after all, or noise-driven at its plateau, does not."""
+    kw = {"topology": "random_matching", "n": 16, "d": 10, "local_steps": 3}
+    with pytest.warns(fastgt.FastGTWarning, match=r"^loss_nodes grew at each of the last 2 "
+                                                  r"records, to .* at step 200 .*: the run may "
+                                                  r"be diverging"):
+        r = fastgt.run(algorithm="extra", steps=200, **kw)
+    assert r.summary["status"] == "ok"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fastgt.run(algorithm="gt", steps=200, **kw)
+        fastgt.run(topology="ring", n=16, d=5, steps=300, record_every=10, sigma2=1e4,
+                   x0=np.zeros((16, 5)))  # from 0 up to a plateau of ~1e3: not 1e6 x max(1, 0)

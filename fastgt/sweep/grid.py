@@ -116,19 +116,24 @@ def identity(params: dict) -> dict:
     where a data file fixes it (the spec is refused where d differs from the file's), and a
     topology table's entries at its family's defaults."""
     fixed = from_file(params)
-    return {k: _without_defaults(v) if PARAMS[k].tables else v for k, v in params.items()
+    return {k: without_defaults(v) if PARAMS[k].tables else v for k, v in params.items()
             if not is_implicit(k, v) and not (k == "d" and fixed)}
 
 
-def _without_defaults(text: str) -> str:
+def without_defaults(text: str) -> str:
     """A topology table's JSON (or a list of them) less the entries at their family's
-    default, canonical."""
-    def plain(table: dict) -> dict:
+    default, canonical; other text (not a table of a known family) as it is."""
+    def plain(table):
+        if not (isinstance(table, dict) and table.get("topology") in FAMILIES):
+            return table
         defaults = topology_params(table["topology"])
         return {k: v for k, v in table.items()
                 if not (k in defaults and type(v) is type(defaults[k]) and v == defaults[k])}
 
-    value = json.loads(text)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
     value = [plain(t) for t in value] if isinstance(value, list) else plain(value)
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 

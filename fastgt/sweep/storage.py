@@ -405,12 +405,16 @@ class Store(Claims):
     def _spellings(self, key: str, value) -> list:
         """The texts DIR's cells hold for the tables ``value`` names (a table, or a list of
         them; None: cells without one): stored as a grid file's canonical JSON or as the
-        command line typed it, they match by their canonical form. The texts held are read
-        once per set of files (a load's cells and traces ask alike)."""
+        command line typed it, with or without their family's defaults spelled out, they
+        match by their canonical form without those (the cells' identity: grid.identity).
+        The texts held are read once per set of files (a load's cells and traces ask
+        alike)."""
         value = value.tolist() if hasattr(value, "tolist") else value  # a numpy array
         many = isinstance(value, list | tuple | set) and not PARAMS[key].is_value(value)
         values = list(value) if many else [value]
-        wanted = {canonical_table(v) for v in values if v is not None}
+        from .grid import without_defaults  # one table however its defaults are spelled
+
+        wanted = {without_defaults(canonical_table(v)) for v in values if v is not None}
         files = self.files("cells")
         stems, held = self._held.get(key, ((), []))
         if stems != tuple(files):
@@ -420,7 +424,7 @@ class Store(Claims):
                     if key in f.schema_arrow.names:
                         held |= set(f.read(columns=[key])[key].unique().to_pylist())
             self._held[key] = tuple(files), held
-        found = [h for h in held if h is not None and canonical_table(h) in wanted]
+        found = [h for h in held if h is not None and without_defaults(h) in wanted]
         return found + ([None] if None in values else [])
 
     def _table(self, sub: str, columns, where) -> pa.Table:

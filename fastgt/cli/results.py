@@ -84,6 +84,8 @@ def _list_failed(store, grid: set) -> None:
 def compact(directory):
     """Rewrite the result files of the sweep DIR into a few large ones (a sweep does it
     when it finishes; this is for one that was killed, or results written by several).
+    Rows computed by another fastgt, whose numbers can differ (their numerics version),
+    move to DIR/older/, kept and never loaded.
 
     Safe beside a running sweep: its files written meanwhile are left for the next
     compaction, and a kill at any point loses nothing.
@@ -91,8 +93,10 @@ def compact(directory):
     from ..sweep.storage import open_sweep
 
     store = open_sweep(directory)
+    older = len(store.older_ids())
     before, after = store.compact()
-    click.echo(f"{directory}: {before} cell files -> {after}")
+    moved = f"; {older} cells of another fastgt's numbers moved to older/" if older else ""
+    click.echo(f"{directory}: {before} cell files -> {after}{moved}")
 
 
 COMMANDS = [status, compact]

@@ -16,7 +16,13 @@ from fastgt.algorithms import ALGORITHMS
 from fastgt.kernels.mixing import mix_row, pad_rows
 from fastgt.runner import METRICS
 
-pytestmark = pytest.mark.usefixtures("one_numba_thread")
+pytestmark = [
+    pytest.mark.usefixtures("one_numba_thread"),
+    # some of these short runs grow (D² at the tests' stepsize on the small ring, with or
+    # without local steps), as their twins do: the trajectories are what is compared, and
+    # the warning that such a run may be diverging is expected
+    pytest.mark.filterwarnings("ignore:loss_nodes grew:fastgt.errors.FastGTWarning"),
+]
 
 STEPS, RECORD = 23, 5  # records at 0, 5, 10, 15, 20, 23
 GAMMA = 0.1

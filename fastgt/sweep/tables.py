@@ -19,7 +19,8 @@ from ..theory import THEORY_COLUMNS
 #: column of every row, so that a directory's rows of another version are neither taken
 #: for this version's cells nor read beside them (Store.table; null: a row written before
 #: the column, version 1). 1: to 2026-11-23; 2: the normal generator of 2026-11-23
-#: (every noisy run's numbers), and ids over the parameters a cell does not ignore.
+#: (every noisy run's numbers), and ids that leave out a value spelled out at what the
+#: cell runs with anyway (grid.identity).
 NUMERICS_VERSION = 2
 
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}

@@ -433,7 +433,7 @@ def warn_growing(loss: np.ndarray) -> None:
         warnings.warn(f"loss_nodes grew at each of the last {GROWING} records, to {tail[-1]:.3g} "
                       f"at step {int(loss[-1, 0])} ({ratio:.3g} x max(1, its value at step 0)): "
                       f"the run may be diverging (it counts as diverged past {DIVERGE_FACTOR:g} "
-                      "x; fastgt theory gives the stable stepsizes of the quadratic problems)",
+                      "x; a longer run tells)",
                       FastGTWarning, stacklevel=caller_level())
 
 

@@ -243,7 +243,8 @@ def _read(store, sub: str, where, columns=None):
     conds = {k: sorted(v, key=str) for k, v in conds.items()}
     df = store.read(sub, columns, where=conds or None)
     if df.empty:
-        raise FastGTError(f"no results to plot (where {' '.join(where) or 'anything'})")
+        raise FastGTError("no results to plot" + (f" (where {' '.join(where)})" if where else
+                                                   f": {store.root} holds no finished cell"))
     return df
 
 

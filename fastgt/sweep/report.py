@@ -63,8 +63,8 @@ class SweepReport:
                        "reads them too: where= selects)")
         if self.older:
             out.append(f"  DIR held {self.older} cells computed by another fastgt, whose "
-                       "numbers can differ (their numerics version): moved to DIR/older, "
-                       "never loaded; this grid's are computed anew")
+                       "numbers can differ (their numerics version): never loaded, moved to "
+                       "DIR/older as the sweep compacts")
         for path, count in self.stale.items():
             out.append(f"  {count} of the skipped cells ran on {path} before it changed: "
                        "--force computes them again")

@@ -656,5 +656,5 @@ def load(out, traces=True, columns=None, where=None) -> tuple:
     if isinstance(where, dict) and set(where) <= {"id", *PARAMS}:
         twhere = where  # a cell's parameters are on its trace rows too: pushed down alike
     else:
-        twhere = pc.field("id").isin(table["id"].to_pylist())
+        twhere = pc.field("id").isin(table["id"].combine_chunks().cast(pa.string()))
     return cells, store.read("traces", tcols, twhere)

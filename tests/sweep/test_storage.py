@@ -392,7 +392,8 @@ def test_filtered_loads_are_the_rows_of_a_full_load_and_a_pandas_filter(tmp_path
     picks = [({"seed": 2}, cells.seed == 2),
              ({"seed": [0, 3], "stepsize": 0.02}, cells.seed.isin([0, 3]) & (cells.stepsize == 0.02)),
              (pc.field("loss_nodes") < cells.loss_nodes.median(),
-              cells.loss_nodes < cells.loss_nodes.median())]
+              cells.loss_nodes < cells.loss_nodes.median()),
+             (pc.field("seed") == 99, cells.seed == 99)]  # none (a trial: a type error)
     for where, mask in picks:
         got, got_traces = load(tmp_path, where=where)
         want = cells[mask]

@@ -133,8 +133,9 @@ def check_tables(name: str, value) -> None:
     """A topology table ({"topology": "ring", "n": 16, ...}), or a list of them, checked
     entry by entry where a grid file gives it, so that a mistake is named at its line: the
     family, a key it does not take, a scalar its parameter refuses, a required key left
-    out. The value is kept as written (a cell's id leaves its defaults out: grid.identity);
-    lists in it (inline edges, cycle's tables) are judged when the topology is built."""
+    out. A cell keeps the table in one spelling, its family's defaults left out
+    (grid.plain_tables); lists in it (inline edges, cycle's tables) are judged when the
+    topology is built."""
     if isinstance(value, list):
         for t in value:
             check_tables(name, t)

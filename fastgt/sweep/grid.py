@@ -114,10 +114,18 @@ def identity(params: dict) -> dict:
     value the cell runs with anyway, so that writing it out makes the same cell: a parameter
     at its value when unset (params.IMPLICIT: local_steps = 1, dtype = "float64", ...), d
     where a data file fixes it (the spec is refused where d differs from the file's), and a
-    topology table's entries at its family's defaults."""
+    topology table's entries at its family's defaults (plain_tables)."""
     fixed = from_file(params)
-    return {k: without_defaults(v) if PARAMS[k].tables else v for k, v in params.items()
+    return {k: v for k, v in plain_tables(params).items()
             if not is_implicit(k, v) and not (k == "d" and fixed)}
+
+
+def plain_tables(params: dict) -> dict:
+    """``params`` with each topology table in one spelling, its family's defaults left out
+    (without_defaults): a cell stores (and a load groups) one table one way, however a
+    grid file or the command line wrote it."""
+    return {k: without_defaults(v) if PARAMS[k].tables and isinstance(v, str) else v
+            for k, v in params.items()}
 
 
 def without_defaults(text: str) -> str:
@@ -152,7 +160,7 @@ def make_cell(params: dict) -> Cell:
         except FastGTError as err:
             err.key = key
             raise
-    full = canonical(typed)
+    full = plain_tables(canonical(typed))
     return Cell(cell_id(full), full)
 
 

@@ -245,8 +245,9 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         # float32: the metrics its rounding may dominate ("" if none); float64: not checked
         summary["rounding_limited"] = (rec.rounding_limited(cur, t, summary, algo.drifts)
                                        if batch.dtype != np.float64 else None)
-        if summary["status"] == "ok":
-            warn_growing(records[:, [0, 1 + rec.loss]])
+        said = growing(records) if summary["status"] == "ok" else None
+        if said:
+            warnings.warn(said, FastGTWarning, stacklevel=caller_level())
         out.append(RunResult(records, summary, config,
                              LazyState(algo.state(batch, arrays, cur, c, t))))
     return out
@@ -421,20 +422,21 @@ class _Recorder:
 GROWING, GROWING_FACTOR = 2, 1e6
 
 
-def warn_growing(loss: np.ndarray) -> None:
-    """A FastGTWarning when the records (step, loss_nodes) end in growth short of the
-    divergence threshold (a run stopped before it passed DIVERGE_FACTOR: "ok" said nothing
-    of a loss growing 10x every 20 steps; a user trial)."""
-    tail = loss[-GROWING - 1:, 1]
+def growing(records: np.ndarray) -> str | None:
+    """What to say of a run whose records (step, then the metrics) end in growth of
+    loss_nodes short of the divergence threshold (a run stopped before it passed
+    DIVERGE_FACTOR: "ok" said nothing of a loss growing 10x every 20 steps; a user trial),
+    or None. fastgt.run warns it; a sweep keeps it in the cell's ``growing`` column."""
+    loss = records[:, 1 + M.METRICS.index("loss_nodes")]
+    tail = loss[-GROWING - 1:]
     if len(tail) <= GROWING or not np.all(np.diff(tail) > 0):
-        return
-    ratio = tail[-1] / max(1.0, loss[0, 1])
-    if ratio > GROWING_FACTOR:
-        warnings.warn(f"loss_nodes grew at each of the last {GROWING} records, to {tail[-1]:.3g} "
-                      f"at step {int(loss[-1, 0])} ({ratio:.3g} x max(1, its value at step 0)): "
-                      f"the run may be diverging (it counts as diverged past {DIVERGE_FACTOR:g} "
-                      "x; a longer run tells)",
-                      FastGTWarning, stacklevel=caller_level())
+        return None
+    ratio = tail[-1] / max(1.0, loss[0])
+    if not ratio > GROWING_FACTOR:
+        return None
+    return (f"loss_nodes grew at each of the last {GROWING} records, to {tail[-1]:.3g} at step "
+            f"{int(records[-1, 0])} ({ratio:.3g} x max(1, its value at step 0)): the run may "
+            f"be diverging (it counts as diverged past {DIVERGE_FACTOR:g} x; a longer run tells)")
 
 
 def _summarize(records: np.ndarray, rec: _Recorder, loop_time: float, wall: float,

@@ -24,6 +24,7 @@ class SweepReport:
     kept_failed: int = 0  # skipped, recorded as failed before
     others: int = 0  # cells of DIR not in this grid (other specs run there)
     older: int = 0  # cells of DIR of another fastgt's numbers (moved to DIR/older at the end)
+    growing: list = field(default_factory=list)  # ok cells whose loss_nodes grew to the end
     #: data file -> skipped cells that ran on it before it was rewritten
     stale: dict = field(default_factory=dict)
     elapsed: float = 0.0
@@ -37,6 +38,8 @@ class SweepReport:
     def add(self, cell_id: str, row: dict) -> None:
         """Count a computed cell (and its error, if it failed or diverged)."""
         self.status[row["status"]] += 1
+        if row.get("growing"):
+            self.growing.append(cell_id)
         if row["status"] in ("failed", "diverged"):
             msg = row.get("error") or ""
             group = self.errors.setdefault((row["status"], _NUMBER.sub("#", msg)),
@@ -53,7 +56,8 @@ class SweepReport:
                 f"[{self.elapsed:.1f} s{rate}]")
 
     def notes(self) -> list[str]:
-        """What a rerun leaves as it is: failed cells skipped, cells of other specs."""
+        """Lines beside the counts: failed cells skipped, cells of other specs or of another
+        fastgt's numbers, ok cells that ended growing, data files changed since."""
         out = []
         if self.kept_failed:
             out.append(f"  {self.kept_failed} of the skipped cells had failed: "
@@ -65,6 +69,10 @@ class SweepReport:
             out.append(f"  DIR held {self.older} cells computed by another fastgt, whose "
                        "numbers can differ (their numerics version): never loaded, moved to "
                        "DIR/older as the sweep compacts")
+        if self.growing:
+            out.append(f"  {len(self.growing)} of the ok cells ended while loss_nodes grew at "
+                       "each of their last records (column growing: they may be diverging; "
+                       f"e.g. cell {self.growing[0]})")
         for path, count in self.stale.items():
             out.append(f"  {count} of the skipped cells ran on {path} before it changed: "
                        "--force computes them again")

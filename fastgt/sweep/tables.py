@@ -38,7 +38,7 @@ CELL_SCHEMA = pa.schema(
     + [pa.field("diverged_step", pa.int64()), pa.field("steps_done", pa.int64()),
        pa.field("wall_time", _F64), pa.field("loop_time", _F64), pa.field("steps_per_s", _F64),
        pa.field("threads", pa.int64()), pa.field("error", pa.string()),
-       pa.field("rounding_limited", pa.string()),
+       pa.field("rounding_limited", pa.string()), pa.field("growing", pa.string()),
        pa.field("provenance", pa.string()), pa.field("numerics", pa.int64())])
 #: declared columns of DIR/traces
 TRACE_SCHEMA = pa.schema([pa.field("id", pa.string()), *_PARAM_FIELDS,

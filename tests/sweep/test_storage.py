@@ -571,3 +571,21 @@ def test_a_table_valued_filter_matches_however_the_table_is_spelled(tmp_path):
     store.write(_results([SMALL]))  # a cell without topology_y: None finds it, as before
     assert load(tmp_path, where={"topology_y": None})[0]["topology_y"].isna().tolist() == [True]
     assert len(load(tmp_path, where={"topology_y": np.array([typed, None])})[0]) == 2
+
+
+def test_a_cell_that_ends_growing_is_said_in_its_row_and_the_report(tmp_path):
+    """(A trial: fastgt.run warns of a run that ends growing, a sweep's workers kept it to
+    themselves.) The cell stays ok; its growing column says why it may be diverging, and the
+    sweep's report counts it."""
+    from fastgt.sweep.executors import run_sweep
+
+    grows = {"algorithm": "extra", "topology": "random_matching", "n": 16, "d": 10,
+             "local_steps": 3, "steps": 200}
+    report = run_sweep([make_cell(grows), make_cell(SMALL)], str(tmp_path), workers=1,
+                       progress=False)
+    assert report.status["ok"] == 2
+    (note,) = [n for n in report.notes() if "grew" in n]
+    assert note.startswith("  1 of the ok cells ended while loss_nodes grew")
+    cells = load(tmp_path, traces=False)[0].set_index("algorithm")
+    assert cells.loc["extra", "growing"].startswith("loss_nodes grew at each of the last 2 ")
+    assert pd.isna(cells.loc["gt", "growing"])

@@ -246,8 +246,9 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         summary["rounding_limited"] = (rec.rounding_limited(cur, t, summary, algo.drifts)
                                        if batch.dtype != np.float64 else None)
         said = growing(records) if summary["status"] == "ok" else None
-        if said:
-            warnings.warn(said, FastGTWarning, stacklevel=caller_level())
+        if said:  # (run_batch: which of its cells)
+            warnings.warn(said if batch.C == 1 else f"cell {c}: {said}", FastGTWarning,
+                          stacklevel=caller_level())
         out.append(RunResult(records, summary, config,
                              LazyState(algo.state(batch, arrays, cur, c, t))))
     return out

@@ -246,7 +246,7 @@ class SampleProblem(Problem):
     def for_noise(self, noise: str) -> SampleProblem:
         """The minibatch noises draw batch_size rows per gradient (``sampled``); the others
         take every row, so a batch_size other than 1 there is a mistake, refused. A batch
-        beyond every node's rows draws more than the exact gradient costs: said once."""
+        beyond every node's rows draws more than the exact gradient costs: a warning."""
         if noise in SAMPLED:
             most = int(self.sizes.max())
             if self.batch_size > most:
@@ -416,7 +416,7 @@ def build(name: str, n: int, d: int, loss: str, rkind: str, data: str, samples: 
             label_noise == 0 or n * samples <= d):
         # separable whatever the draw: labels of a planted x, none flipped, or no more rows
         # than dimensions (as optimum.solve finds on any data, but judged here, where a
-        # grid's spec is checked; fewer rows can still be separable: solve says so then)
+        # grid's spec is checked; more rows than d can be separable too: solve says so then)
         why = ("its labels, sign(a^T x) of a planted x, are" if label_noise == 0 else
                f"its {n * samples} rows in d = {d} dimensions are")
         raise FastGTError(f"{name} with reg = 0 has no minimizer on this synthetic data: "

@@ -110,13 +110,13 @@ def cell_id(params: dict) -> str:
 
 
 def identity(params: dict) -> dict:
-    """What a cell's id hashes: its complete parameters less what is spelled out at the
-    value the cell runs with anyway, so that writing it out makes the same cell: a parameter
-    at its value when unset (params.IMPLICIT: local_steps = 1, dtype = "float64", ...), d
-    where a data file fixes it (the spec is refused where d differs from the file's), and a
-    topology table's entries at its family's defaults (plain_tables)."""
+    """What a cell's id hashes: its complete parameters (from make_cell: their topology
+    tables plain already, plain_tables) less what is spelled out at the value the cell runs
+    with anyway, so that writing it out makes the same cell: a parameter at its value when
+    unset (params.IMPLICIT: local_steps = 1, dtype = "float64", ...), and d where a data
+    file fixes it (the spec is refused where d differs from the file's)."""
     fixed = from_file(params)
-    return {k: v for k, v in plain_tables(params).items()
+    return {k: v for k, v in params.items()
             if not is_implicit(k, v) and not (k == "d" and fixed)}
 
 

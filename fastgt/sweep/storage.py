@@ -62,6 +62,7 @@ from .tables import (
     newest,
     null_inapplicable,
     of_version,
+    older_left_out,
     select,
     to_pandas,
     trace_table,
@@ -166,6 +167,7 @@ class Store(Claims):
         self._latest_of: dict[str, None] = {}
         self._retrying = False  # inside a read that begins again (_relisting)
         self._held: dict = {}  # _spellings: key -> (cells files, the texts they hold)
+        self._said_older = False  # a read left out cells of another fastgt's numbers
 
     def url(self, sub: str) -> str:
         """DIR/<sub> as a URI the workers can open (the protocol kept)."""
@@ -398,8 +400,11 @@ class Store(Claims):
         extra = [] if cols is None else [
             o for o in dict.fromkeys([*(CONDITIONAL[k][0] for k in cols if k in CONDITIONAL),
                                       "numerics"]) if o not in cols]
-        out = current(null_inapplicable(self._table(sub, None if cols is None else
-                                                    [*cols, *extra], where)), self.root, sub)
+        out, older = current(null_inapplicable(self._table(sub, None if cols is None else
+                                                           [*cols, *extra], where)))
+        if older and sub == "cells" and not self._said_older:  # once per Store (a read)
+            self._said_older = True
+            older_left_out(self.root, older)
         return out.select(cols) if extra else out
 
     def _spellings(self, key: str, value) -> list:

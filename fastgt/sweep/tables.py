@@ -89,21 +89,22 @@ def of_version(table: pa.Table) -> pa.ChunkedArray | None:
     return pc.is_in(col, value_set=version)  # null -> false
 
 
-def current(table: pa.Table, where: str, sub: str) -> pa.Table:
-    """The rows of this fastgt's numbers (of_version); the others are left out, with a
-    FastGTWarning counting the cells."""
+def current(table: pa.Table) -> tuple[pa.Table, int]:
+    """The rows of this fastgt's numbers (of_version), and how many others were left out."""
     keep = of_version(table)
     if keep is None:
-        return table
+        return table, 0
     kept = table.filter(keep)
-    if sub == "cells":
-        n = len(table) - len(kept)
-        warnings.warn(f"{where}: {n} {'cell' if n == 1 else 'cells'} computed by another "
-                      f"fastgt (numerics version other than {NUMERICS_VERSION}: their numbers "
-                      "can differ from this one's) left out; a rerun of their sweep computes "
-                      "them anew, and `fastgt compact` moves them to older/", FastGTWarning,
-                      stacklevel=caller_level())
-    return kept
+    return kept, len(table) - len(kept)
+
+
+def older_left_out(where: str, n: int) -> None:
+    """The FastGTWarning of ``n`` cells of another fastgt's numbers left out of a read."""
+    warnings.warn(f"{where}: {n} {'cell' if n == 1 else 'cells'} computed by another fastgt "
+                  f"(numerics version other than {NUMERICS_VERSION}: their numbers can differ "
+                  "from this one's) left out; a rerun of their sweep computes them anew, and "
+                  "`fastgt compact` moves them to older/", FastGTWarning,
+                  stacklevel=caller_level())
 
 
 def columns_of(rows: list[dict]) -> dict:

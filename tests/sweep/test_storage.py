@@ -445,6 +445,16 @@ def test_first_layout_directories_are_read_kept_and_left_out(tmp_path):
                                                   r"\(numerics version other than 2"):
         cells, traces = load(tmp_path)
     assert len(cells) == 0 and len(traces) == 0
+    def reads():  # two stores, then one store's two reads (status --failed): said once
+        for store_of_a_read in (Store(tmp_path), Store(tmp_path)):
+            store_of_a_read.table("cells", ["id"])
+        twice = Store(tmp_path)
+        twice.table("cells", ["id", "status"])
+        twice.table("cells", ["id", "error"])
+
+    with pytest.warns(fastgt.FastGTWarning, match="another fastgt") as seen:
+        reads()
+    assert len(seen) == 3, [str(w.message) for w in seen]
     store.write(results[2:])
     with pytest.warns(fastgt.FastGTWarning, match=": 2 cells computed by another fastgt"):
         cells, traces = load(tmp_path)

@@ -26,7 +26,6 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 from scipy.special import expit
 
 from .. import derived
@@ -41,6 +40,7 @@ from ..errors import (
     check_float,
     check_int,
 )
+from ..kernels import jit
 from ..kernels.oracles import ProblemKernels, noise_at
 from ..kernels.rng import row_key, uniform_index
 from ..kernels.rounding import fma, prefetch_row, prefetch_span
@@ -65,7 +65,7 @@ SampleData = namedtuple("SampleData", "A indptr indices values y offsets batch r
                         "sparse", module=__name__)
 
 
-@njit(**INLINE_FLAGS)
+@jit(**INLINE_FLAGS)
 def loss_slope(code, z, y):
     """d loss(z, y) / dz: squared z - y; logistic -y / (1 + exp(y z)), written so that no
     exp overflows (large margins of either sign): -y e / (1 + e) with e = exp(-y z) for a
@@ -79,7 +79,7 @@ def loss_slope(code, z, y):
     return -y * (e if m > 0.0 else 1.0) / (1.0 + e)  # a select, not a branch
 
 
-@njit(cache=True, error_model="numpy", fastmath=True)
+@jit(cache=True, error_model="numpy", fastmath=True)
 def dense_dot(A, s, X, r):
     """a_s^T X[r] over the padded row, vectorized with reassociation: not inlined, so
     that every caller runs this one compiled loop (the same bits wherever it runs)."""
@@ -89,14 +89,14 @@ def dense_dot(A, s, X, r):
     return z
 
 
-@njit(**INLINE_FLAGS)
+@jit(**INLINE_FLAGS)
 def sample_index(key, j, m, batch):
     """The j-th row (within the node's m) of a gradient: drawn from the node's stream
     (batch > 0), or row j (every row, batch 0)."""
     return uniform_index(key, j, m) if batch > 0 else j
 
 
-@njit(**INLINE_FLAGS)
+@jit(**INLINE_FLAGS)
 def prefetch_sample(data, s):
     """Start loading row s: its dense values, or its CSR values and column indices."""
     if data.sparse:
@@ -106,7 +106,7 @@ def prefetch_sample(data, s):
         prefetch_row(data.A, s)
 
 
-@njit(**INLINE_FLAGS)
+@jit(**INLINE_FLAGS)
 def grad_row(co, node, X, r, G, q):
     """The family's hook (kernels/oracles.py): G[q] = R'(X[r]) + (1/B) sum over node i's B
     drawn rows s of loss'(a_s^T X[r], y_s) a_s, plus the additive noise."""

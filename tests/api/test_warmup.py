@@ -182,3 +182,28 @@ def test_a_run_compiles_only_its_own_algorithm(background_result):
     assert out.stdout.split() == ["True", "False"]
     assert "compiling the kernels of extra once" in out.stderr
     assert blocks == {"extra.blocks_quadratic"}
+
+
+def test_every_cached_kernel_caches_in_fastgts_directory():
+    """Every numba function of the package that caches its machine code caches it under
+    fastgt's directory, keyed by the sources' hash (one decorated outside
+    kernels.fastgt_cache cached beside its source file, or in numba's own directory where
+    that is read-only: samples.dense_dot did)."""
+    import importlib
+    import pkgutil
+
+    from numba.core.dispatcher import Dispatcher
+
+    from fastgt.kernels import CACHE_DIR
+
+    cached = {}
+    for m in pkgutil.walk_packages(fastgt.__path__, "fastgt."):
+        if m.name.endswith("dask_worker"):  # needs the dask extra; no numba code
+            continue
+        module = importlib.import_module(m.name)
+        for name, f in vars(module).items():
+            if isinstance(f, Dispatcher) and f._cache.__class__.__name__ != "NullCache":
+                cached[f"{f.py_func.__module__}.{name}"] = f._cache._cache_path
+    assert "fastgt.problems.samples.dense_dot" in cached
+    outside = {k: p for k, p in cached.items() if not p.startswith(str(CACHE_DIR))}
+    assert not outside

@@ -11,7 +11,7 @@ import warnings
 
 import click
 
-from ..errors import FastGTWarning
+from ..errors import FastGTError, FastGTWarning
 from .exits import EXIT_CODES, UserError
 
 #: command -> the module of fastgt.cli that defines it (in its COMMANDS)
@@ -54,7 +54,10 @@ class LazyGroup(click.Group):
     def get_command(self, ctx, name: str):
         if name not in COMMANDS:
             return None
-        module = importlib.import_module(f"{__package__}.{COMMANDS[name]}")
+        try:
+            module = importlib.import_module(f"{__package__}.{COMMANDS[name]}")
+        except FastGTError as err:  # the environment's (kernels: FASTGT_VECTOR_BITS)
+            raise UserError(str(err)) from None
         return next(c for c in module.COMMANDS if c.name == name)
 
 

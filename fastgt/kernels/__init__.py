@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from ..config import cache_base
+from ..errors import FastGTError
 
 #: the source files that decide the compiled code: the packages holding numba code (the
 #: kernels, the algorithms' templates, the problems' hooks) and config.py, which holds the
@@ -58,6 +59,46 @@ def configure_threading() -> None:
 
 
 configure_threading()
+
+#: LLVM's names of the first AVX-512 generation (Skylake-SP, Cascade Lake, Cooper Lake), whose
+#: cores lower their clock under 512-bit code: left at LLVM's choice unless asked
+FIRST_AVX512 = ("skylake-avx512", "cascadelake", "cooperlake")
+VECTOR_BITS = ("256", "512")
+
+
+def configure_vectors() -> None:
+    """512-bit vectors on a CPU with AVX-512, where LLVM would pick 256 (its tuning for Intel
+    cores: every AVX-512 Intel CPU; AMD's Zen 4 and 5 get 512 anyway). Measured on an Intel
+    Xeon of the Sapphire Rapids class (docs/performance.md): steps 1.1-1.3x faster.
+    ``FASTGT_VECTOR_BITS=256`` or ``512`` chooses (on any AVX-512 CPU); a
+    ``NUMBA_CPU_FEATURES`` of the user's own decides instead. numba fixes its CPU features
+    for the whole process when it first compiles or loads a function: if that happened
+    before fastgt was imported, those stay, and child processes (a sweep's workers) are
+    given the same, so that every process of a run compiles alike. Set in the environment,
+    so that child processes inherit it; affects numba code of the process compiled after
+    it, not only fastgt's."""
+    if "NUMBA_CPU_FEATURES" in os.environ:
+        return
+    import llvmlite.binding as ll
+    from numba.core import registry
+
+    if "_toplevel_target_context" in vars(registry.cpu_target):  # numba's features are fixed
+        os.environ["NUMBA_CPU_FEATURES"] = registry.cpu_target.target_context.codegen() \
+            .magic_tuple()[2]
+        return
+    bits = os.environ.get("FASTGT_VECTOR_BITS", "")
+    if bits not in ("", *VECTOR_BITS):
+        raise FastGTError(f"FASTGT_VECTOR_BITS={bits!r} is invalid: allowed 256 or 512 (or "
+                          "unset: 512 where the CPU has AVX-512)")
+    host = ll.get_host_cpu_features()
+    if not host.get("avx512f") or (not bits and ll.get_host_cpu_name() in FIRST_AVX512):
+        return
+    tune = "+prefer-256-bit" if bits == "256" else "-prefer-256-bit"
+    os.environ["NUMBA_CPU_FEATURES"] = f"{host.flatten()},{tune}"
+    numba.config.reload_config()
+
+
+configure_vectors()
 
 
 @contextmanager

@@ -1,0 +1,84 @@
+"""The vector width fastgt's kernels compile for (kernels/__init__.py: configure_vectors).
+numba fixes its CPU features once per process, so each case runs in a child process of
+its own."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import llvmlite.binding as ll
+import pytest
+
+from fastgt.kernels import FIRST_AVX512
+
+#: prints what the child's fastgt set, and whether a fresh loop compiled to 512-bit vectors
+PROBE = """
+import json, os, sys
+{before}
+import fastgt.kernels
+import numba, numpy as np
+@numba.njit
+def axpy(a, b):
+    for i in range(a.shape[0]):
+        a[i] = 2.0 * a[i] + b[i]
+axpy(np.zeros(64), np.zeros(64))
+print(json.dumps({{"features": os.environ.get("NUMBA_CPU_FEATURES"),
+                  "zmm": "zmm" in axpy.inspect_asm(axpy.signatures[0])}}))
+"""
+AVX512 = bool(ll.get_host_cpu_features().get("avx512f"))
+WIDENED = AVX512 and ll.get_host_cpu_name() not in FIRST_AVX512
+
+
+def probe(bits=None, user=None, before="") -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FASTGT_VECTOR_BITS", "NUMBA_CPU_FEATURES")}
+    if bits is not None:
+        env["FASTGT_VECTOR_BITS"] = bits
+    if user is not None:
+        env["NUMBA_CPU_FEATURES"] = user
+    out = subprocess.run([sys.executable, "-c", PROBE.format(before=before)], env=env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_by_default_512_bit_vectors_where_the_cpu_has_avx512():
+    got = probe()
+    host = ll.get_host_cpu_features().flatten()
+    if WIDENED:
+        assert got == {"features": host + ",-prefer-256-bit", "zmm": True}
+    else:  # no AVX-512, or its first generation: LLVM's own choice, nothing set
+        assert got["features"] is None
+
+
+@pytest.mark.skipif(not AVX512, reason="the CPU has no AVX-512: one vector width only")
+def test_fastgt_vector_bits_chooses_either_width():
+    narrow, wide = probe("256"), probe("512")
+    assert narrow["features"].endswith(",+prefer-256-bit") and not narrow["zmm"]
+    assert wide["features"].endswith(",-prefer-256-bit") and wide["zmm"]
+
+
+def test_a_user_setting_of_numba_cpu_features_is_kept():
+    host = ll.get_host_cpu_features().flatten()
+    assert probe("512", user=host)["features"] == host
+
+
+def test_numba_used_before_fastgt_keeps_its_width_and_passes_it_to_children():
+    """numba compiled before fastgt's import: that process's features stay (they are fixed),
+    and the environment says them, so that its child processes compile alike."""
+    before = ("import numba\n@numba.njit\ndef one():\n    return 1\none()\n")
+    got = probe(before=before)
+    assert got["features"] == ll.get_host_cpu_features().flatten()
+    assert not got["zmm"] or not WIDENED  # LLVM's choice: 256 bits where fastgt widens
+
+
+def test_a_bad_fastgt_vector_bits_is_one_line_naming_the_allowed_values():
+    env = dict(os.environ, FASTGT_VECTOR_BITS="1024")
+    env.pop("NUMBA_CPU_FEATURES", None)
+    cli = Path(sys.executable).parent / "fastgt"
+    out = subprocess.run([str(cli), "run", "--n", "4", "--d", "2", "--steps", "2", "--quiet"],
+                         check=False, env=env, capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr == ("Error: FASTGT_VECTOR_BITS='1024' is invalid: allowed 256 or 512 "
+                          "(or unset: 512 where the CPU has AVX-512)\n")

@@ -71,31 +71,30 @@ def configure_vectors() -> None:
     cores: every AVX-512 Intel CPU; AMD's Zen 4 and 5 get 512 anyway). Measured on an Intel
     Xeon of the Sapphire Rapids class (docs/performance.md): steps 1.1-1.3x faster.
     ``FASTGT_VECTOR_BITS=256`` or ``512`` chooses (on any AVX-512 CPU); a
-    ``NUMBA_CPU_FEATURES`` of the user's own decides instead. numba fixes its CPU features
-    for the whole process when it first compiles or loads a function: if that happened
-    before fastgt was imported, those stay, and child processes (a sweep's workers) are
-    given the same, so that every process of a run compiles alike. Set in the environment,
-    so that child processes inherit it; affects numba code of the process compiled after
-    it, not only fastgt's."""
-    if "NUMBA_CPU_FEATURES" in os.environ:
-        return
-    import llvmlite.binding as ll
+    ``NUMBA_CPU_FEATURES`` of the user's own decides instead. numba's setting, for the whole
+    process (numba code of the user's compiled after it too), not the environment: child
+    processes decide for themselves. numba fixes its CPU features when it first compiles or
+    loads a function; where that happened before this import, they stay."""
     from numba.core import registry
 
-    if "_toplevel_target_context" in vars(registry.cpu_target):  # numba's features are fixed
-        os.environ["NUMBA_CPU_FEATURES"] = registry.cpu_target.target_context.codegen() \
-            .magic_tuple()[2]
-        return
     bits = os.environ.get("FASTGT_VECTOR_BITS", "")
     if bits not in ("", *VECTOR_BITS):
         raise FastGTError(f"FASTGT_VECTOR_BITS={bits!r} is invalid: allowed 256 or 512 (or "
                           "unset: 512 where the CPU has AVX-512)")
+    if "NUMBA_CPU_FEATURES" in os.environ or "_toplevel_target_context" in vars(
+            registry.cpu_target):
+        return
+    import llvmlite.binding as ll
+
     host = ll.get_host_cpu_features()
     if not host.get("avx512f") or (not bits and ll.get_host_cpu_name() in FIRST_AVX512):
         return
     tune = "+prefer-256-bit" if bits == "256" else "-prefer-256-bit"
-    os.environ["NUMBA_CPU_FEATURES"] = f"{host.flatten()},{tune}"
-    numba.config.reload_config()
+    numba.config.CPU_FEATURES = f"{host.flatten()},{tune}"
+    # numba's compile context, made now, keeps these features: made later, after numba
+    # reread its configuration from the environment (it does when a NUMBA_ variable
+    # changed, e.g. a worker's thread count), it would not see them
+    registry.cpu_target.target_context  # noqa: B018
 
 
 configure_vectors()

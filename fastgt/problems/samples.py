@@ -43,7 +43,7 @@ from ..errors import (
 from ..kernels import jit
 from ..kernels.oracles import ProblemKernels, noise_at
 from ..kernels.rng import row_key, uniform_index
-from ..kernels.rounding import fma, prefetch_row, prefetch_span
+from ..kernels.rounding import fma, narrow_vectors, prefetch_row, prefetch_span
 from .base import SAMPLED, Problem, rounded
 
 #: the data problems' defaults of the parameters that apply only to some data: split_alpha
@@ -81,8 +81,10 @@ def loss_slope(code, z, y):
 
 @jit(cache=True, error_model="numpy", fastmath=True)
 def dense_dot(A, s, X, r):
-    """a_s^T X[r] over the padded row, vectorized with reassociation: not inlined, so
-    that every caller runs this one compiled loop (the same bits wherever it runs)."""
+    """a_s^T X[r] over the padded row, vectorized with reassociation, in 256-bit vectors
+    whatever the process's width (narrow_vectors: the order, so the bits, do not follow
+    FASTGT_VECTOR_BITS): not inlined, so that every caller runs this one compiled loop."""
+    narrow_vectors()
     z = 0.0
     for k in range(X.shape[1]):
         z += np.float64(A[s, k]) * X[r, k]  # float32 data and state: a float64 product

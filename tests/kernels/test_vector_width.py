@@ -11,7 +11,7 @@ from pathlib import Path
 import llvmlite.binding as ll
 import pytest
 
-from fastgt.kernels import FIRST_AVX512
+from fastgt.kernels import FIRST_AVX512, VECTOR_BITS
 
 #: prints the features numba compiles for once fastgt is imported, whether a loop compiled
 #: then used 512-bit vectors, and whether the environment (children's) was left alone
@@ -88,3 +88,29 @@ def test_a_bad_fastgt_vector_bits_is_one_line_naming_the_allowed_values():
     assert out.returncode == 2
     assert out.stderr == ("Error: FASTGT_VECTOR_BITS='1024' is invalid: allowed 256 or 512 "
                           "(or unset: 512 where the CPU has AVX-512)\n")
+
+
+DOTS = """
+import json
+import numpy as np
+from fastgt.problems.samples import dense_dot
+g = np.random.default_rng(5)
+out = []
+for dp in (8, 56, 104, 504):
+    A, X = g.standard_normal((3, dp)), g.standard_normal((2, dp))
+    out.append(float(dense_dot(A, 2, X, 1)).hex())
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not AVX512, reason="the CPU has no AVX-512: one vector width only")
+def test_the_data_problems_reassociated_dot_keeps_its_bits_at_either_width():
+    """samples.dense_dot sums in an order that follows the vector width: it is compiled for
+    256-bit vectors at either setting (kernels.rounding.narrow_vectors), so a data
+    problem's runs keep their bits."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CPU_FEATURES"}
+    got = [json.loads(subprocess.run([sys.executable, "-c", DOTS], check=True, text=True,
+                                     capture_output=True,
+                                     env=env | {"FASTGT_VECTOR_BITS": bits}).stdout)
+           for bits in VECTOR_BITS]
+    assert got[0] == got[1]  # without narrow_vectors: 3 of the 4 differ on a Sapphire Rapids

@@ -3,6 +3,7 @@ compile cache is warm (the warm-up itself, which runs the engine, is fastgt.warm
 
 from __future__ import annotations
 
+import hashlib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -102,7 +103,7 @@ def _marker(algorithm: str, kernels=None) -> tuple[Path, str]:
       the marker lives there too, one per copy.
     - What: each kernel file's source stamp (its content hash; mtime and size before numba
       0.61), which the entries' index must match, and the target machine (CPU name and
-      features), by which the index keys machine code.
+      features), by which the index keys machine code; one marker per target machine.
 
     ``kernels``: a problem family's (kernels.oracles.ProblemKernels; None: the diagonal
     quadratics'): another family's templates compile apart, under a marker of their own
@@ -117,7 +118,11 @@ def _marker(algorithm: str, kernels=None) -> tuple[Path, str]:
     stamps = [f"{Path(k.py_func.__code__.co_filename).name} {loc.get_source_stamp()!r}"
               for k, loc in zip(ks, locators)]
     machine = repr(ks[0].targetctx.codegen().magic_tuple())
-    path = Path(locators[0].get_cache_path()) / f"fastgt-warm-{algorithm}"
+    # one marker per target machine: the index keeps each one's machine code (a process
+    # of 256-bit vectors beside one of 512, FASTGT_VECTOR_BITS), so a marker shared by
+    # two would flip between them and announce a compile that does not happen
+    tag = hashlib.sha256(machine.encode()).hexdigest()[:8]
+    path = Path(locators[0].get_cache_path()) / f"fastgt-warm-{algorithm}-{tag}"
     return path, "\n".join([*stamps, machine])
 
 

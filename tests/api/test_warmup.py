@@ -207,3 +207,19 @@ def test_every_cached_kernel_caches_in_fastgts_directory():
     assert "fastgt.problems.samples.dense_dot" in cached
     outside = {k: p for k, p in cached.items() if not p.startswith(str(CACHE_DIR))}
     assert not outside
+
+
+def test_each_target_machine_has_its_own_warm_marker(monkeypatch):
+    """numba keys cached machine code by the target machine (CPU name and features), so
+    processes of two vector widths (FASTGT_VECTOR_BITS) each load their own: one marker
+    each, or a shared one would flip between them and announce compiles that never come."""
+    from fastgt import runtime
+
+    codegen = runtime._kernels()[0].targetctx.codegen()
+    path, text = runtime._marker("gt")
+    tuple_ = codegen.magic_tuple()
+    other = (*tuple_[:2], tuple_[2] + ",+prefer-256-bit")
+    monkeypatch.setattr(type(codegen), "magic_tuple", lambda self: other)
+    path2, text2 = runtime._marker("gt")
+    assert path2.parent == path.parent and path2 != path
+    assert text2 == text.replace(repr(tuple_), repr(other))

@@ -12,14 +12,16 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+import llvmlite.binding as ll
 import numba
 import numpy as np
 
 from ..config import cache_base
-from ..errors import FastGTError
+from ..errors import FastGTWarning, bad
 
 #: the source files that decide the compiled code: the packages holding numba code (the
 #: kernels, the algorithms' templates, the problems' hooks) and config.py, which holds the
@@ -71,31 +73,34 @@ def configure_vectors() -> None:
     cores: every AVX-512 Intel CPU; AMD's Zen 4 and 5 get 512 anyway). Measured on an Intel
     Xeon of the Sapphire Rapids class (docs/performance.md): steps of the quadratic problems
     in 0.79-1.02x the time, of data problems at d = 50 in up to 1.24x.
-    ``FASTGT_VECTOR_BITS=256`` or ``512`` chooses (on any AVX-512 CPU); a
-    ``NUMBA_CPU_FEATURES`` of the user's own decides instead. numba's setting, for the whole
-    process (numba code of the user's compiled after it too), not the environment: child
-    processes decide for themselves. numba fixes its CPU features when it first compiles or
-    loads a function; where that happened before this import, they stay."""
+    ``FASTGT_VECTOR_BITS=256`` or ``512`` chooses (on any AVX-512 CPU). numba's setting, for
+    the whole process (numba code of the user's too), not the environment: child processes
+    decide for themselves. Left alone: a CPU name or features the user gave numba
+    (NUMBA_CPU_NAME, NUMBA_CPU_FEATURES, its config file or numba.config), and a process
+    where a numba function was decorated before fastgt's kernels were imported (numba fixed
+    its features then; a FASTGT_VECTOR_BITS it cannot apply is warned of). Must run before
+    this package's first numba decoration."""
     from numba.core import registry
+    from numba.core.codegen import get_host_cpu_features
 
     bits = os.environ.get("FASTGT_VECTOR_BITS", "")
     if bits not in ("", *VECTOR_BITS):
-        raise FastGTError(f"FASTGT_VECTOR_BITS={bits!r} is invalid: allowed 256 or 512 (or "
-                          "unset: 512 where the CPU has AVX-512)")
-    if "NUMBA_CPU_FEATURES" in os.environ or "_toplevel_target_context" in vars(
-            registry.cpu_target):
+        raise bad("FASTGT_VECTOR_BITS", bits, " or ".join(VECTOR_BITS) + " (or unset: 512 "
+                  "where the CPU has AVX-512)")
+    if numba.config.CPU_NAME is not None or numba.config.CPU_FEATURES is not None:
         return
-    import llvmlite.binding as ll
-
-    host = ll.get_host_cpu_features()
-    if not host.get("avx512f") or (not bits and ll.get_host_cpu_name() in FIRST_AVX512):
+    if "_toplevel_target_context" in vars(registry.cpu_target):  # features fixed already
+        if bits:
+            warnings.warn(f"FASTGT_VECTOR_BITS={bits} is not applied: numba compiled for "
+                          "this process's CPU features before fastgt was imported (import "
+                          "fastgt first)", FastGTWarning, stacklevel=2)
+        return
+    host = get_host_cpu_features()  # numba's own: "" where LLVM cannot tell, no AVX
+    if "+avx512f" not in host.split(",") or (  # where NUMBA_ENABLE_AVX=0
+            not bits and ll.get_host_cpu_name() in FIRST_AVX512):
         return
     tune = "+prefer-256-bit" if bits == "256" else "-prefer-256-bit"
-    numba.config.CPU_FEATURES = f"{host.flatten()},{tune}"
-    # numba's compile context, made now, keeps these features: made later, after numba
-    # reread its configuration from the environment (it does when a NUMBA_ variable
-    # changed, e.g. a worker's thread count), it would not see them
-    registry.cpu_target.target_context  # noqa: B018
+    numba.config.CPU_FEATURES = f"{host},{tune}"
 
 
 configure_vectors()

@@ -13,40 +13,42 @@ import pytest
 
 from fastgt.kernels import FIRST_AVX512, VECTOR_BITS
 
-#: prints the features numba compiles for once fastgt is imported, whether a loop compiled
-#: then used 512-bit vectors, and whether the environment (children's) was left alone
+#: prints the features numba compiles for once fastgt is imported, numba's own view of the
+#: host's, whether a loop compiled then used 512-bit vectors, and whether the environment
+#: (child processes') was left alone
 PROBE = """
 import json, os, sys
 {before}
 import fastgt.kernels
 import numba, numpy as np
 from numba.core import registry
+from numba.core.codegen import get_host_cpu_features
 @numba.njit
 def axpy(a, b):
     for i in range(a.shape[0]):
         a[i] = 2.0 * a[i] + b[i]
 axpy(np.zeros(64), np.zeros(64))
 print(json.dumps({{"features": registry.cpu_target.target_context.codegen().magic_tuple()[2],
+                  "host": get_host_cpu_features(),
                   "zmm": "zmm" in axpy.inspect_asm(axpy.signatures[0]),
                   "env": os.environ.get("NUMBA_CPU_FEATURES")}}))
 """
-AVX512 = bool(ll.get_host_cpu_features().get("avx512f"))
-WIDENED = AVX512 and ll.get_host_cpu_name() not in FIRST_AVX512
-
-
-def probe(bits=None, user=None, before="") -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("FASTGT_VECTOR_BITS", "NUMBA_CPU_FEATURES")}
-    if bits is not None:
-        env["FASTGT_VECTOR_BITS"] = bits
-    if user is not None:
-        env["NUMBA_CPU_FEATURES"] = user
-    out = subprocess.run([sys.executable, "-c", PROBE.format(before=before)], env=env,
-                         capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.splitlines()[-1])
-
-
 HOST = ll.get_host_cpu_features().flatten()
+AVX512 = "+avx512f" in HOST.split(",")
+WIDENED = AVX512 and ll.get_host_cpu_name() not in FIRST_AVX512
+#: the variables of the user's that decide instead (cleared for every child)
+USER_VARS = ("FASTGT_VECTOR_BITS", "NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME", "NUMBA_ENABLE_AVX")
+
+
+def child(code: str, **variables) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in USER_VARS} | variables
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, check=True)
+
+
+def probe(before="", **variables) -> dict:
+    out = child(PROBE.format(before=before), **variables)
+    return json.loads(out.stdout.splitlines()[-1]) | {"stderr": out.stderr}
 
 
 def test_by_default_512_bit_vectors_where_the_cpu_has_avx512():
@@ -54,37 +56,49 @@ def test_by_default_512_bit_vectors_where_the_cpu_has_avx512():
     (they decide for themselves; a benchmark's child of another version would otherwise
     compile as this one)."""
     got = probe()
+    assert got["env"] is None
     if WIDENED:
-        assert got == {"features": HOST + ",-prefer-256-bit", "zmm": True, "env": None}
+        assert got["features"] == HOST + ",-prefer-256-bit" and got["zmm"]
     else:  # no AVX-512, or its first generation: LLVM's own choice
-        assert got["features"] == HOST and got["env"] is None
+        assert got["features"] == HOST
 
 
 @pytest.mark.skipif(not AVX512, reason="the CPU has no AVX-512: one vector width only")
 def test_fastgt_vector_bits_chooses_either_width():
-    narrow, wide = probe("256"), probe("512")
+    narrow, wide = probe(FASTGT_VECTOR_BITS="256"), probe(FASTGT_VECTOR_BITS="512")
     assert narrow["features"] == HOST + ",+prefer-256-bit" and not narrow["zmm"]
     assert wide["features"] == HOST + ",-prefer-256-bit" and wide["zmm"]
 
 
-def test_a_user_setting_of_numba_cpu_features_is_kept():
-    assert probe("512", user=HOST)["features"] == HOST
+@pytest.mark.parametrize("variables", [
+    {"NUMBA_CPU_FEATURES": HOST + ",+prefer-256-bit"}, {"NUMBA_CPU_NAME": "generic"},
+    {"NUMBA_ENABLE_AVX": "0"}], ids=["features", "cpu-name", "no-avx"])
+def test_what_the_user_gave_numba_decides(variables):
+    """Features or a CPU name of the user's are kept as given; with AVX turned off in numba
+    (NUMBA_ENABLE_AVX=0) there is no AVX-512 to widen to."""
+    got = probe(FASTGT_VECTOR_BITS="512", **variables)
+    want = {"NUMBA_CPU_FEATURES": variables.get("NUMBA_CPU_FEATURES"),
+            "NUMBA_CPU_NAME": "", "NUMBA_ENABLE_AVX": got["host"]}
+    assert got["features"] == want[next(iter(variables))]
+    assert "+avx512f" not in got["host"].split(",") or "NUMBA_ENABLE_AVX" not in variables
 
 
-def test_numba_used_before_fastgt_keeps_its_features():
-    """numba compiled before fastgt's import: its features are fixed, and stay."""
-    before = "import numba\n@numba.njit\ndef one():\n    return 1\none()\n"
-    got = probe("512", before=before)
+def test_numba_used_before_fastgt_keeps_its_features_and_says_so():
+    """A numba function decorated before fastgt's kernels are imported fixed numba's
+    features: they stay, and a FASTGT_VECTOR_BITS that cannot apply is warned of."""
+    before = "import numba\n@numba.njit\ndef one():\n    return 1\n"
+    got = probe(before, FASTGT_VECTOR_BITS="512")
     assert got["features"] == HOST
-    assert not got["zmm"] or not WIDENED  # LLVM's choice: 256 bits where fastgt widens
+    assert "FASTGT_VECTOR_BITS=512 is not applied: numba compiled" in got["stderr"]
+    assert "not applied" not in probe(before)["stderr"]  # unset: nothing to say
 
 
 def test_a_bad_fastgt_vector_bits_is_one_line_naming_the_allowed_values():
-    env = dict(os.environ, FASTGT_VECTOR_BITS="1024")
-    env.pop("NUMBA_CPU_FEATURES", None)
     cli = Path(sys.executable).parent / "fastgt"
+    env = {k: v for k, v in os.environ.items() if k not in USER_VARS}
     out = subprocess.run([str(cli), "run", "--n", "4", "--d", "2", "--steps", "2", "--quiet"],
-                         check=False, env=env, capture_output=True, text=True)
+                         check=False, env=env | {"FASTGT_VECTOR_BITS": "1024"},
+                         capture_output=True, text=True)
     assert out.returncode == 2
     assert out.stderr == ("Error: FASTGT_VECTOR_BITS='1024' is invalid: allowed 256 or 512 "
                           "(or unset: 512 where the CPU has AVX-512)\n")
@@ -108,9 +122,5 @@ def test_the_data_problems_reassociated_dot_keeps_its_bits_at_either_width():
     """samples.dense_dot sums in an order that follows the vector width: it is compiled for
     256-bit vectors at either setting (kernels.rounding.narrow_vectors), so a data
     problem's runs keep their bits."""
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CPU_FEATURES"}
-    got = [json.loads(subprocess.run([sys.executable, "-c", DOTS], check=True, text=True,
-                                     capture_output=True,
-                                     env=env | {"FASTGT_VECTOR_BITS": bits}).stdout)
-           for bits in VECTOR_BITS]
+    got = [json.loads(child(DOTS, FASTGT_VECTOR_BITS=bits).stdout) for bits in VECTOR_BITS]
     assert got[0] == got[1]  # without narrow_vectors: 3 of the 4 differ on a Sapphire Rapids

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import llvmlite.binding as ll
 import pytest
+from background import run
 
 from fastgt.kernels import FIRST_AVX512, VECTOR_BITS
 
@@ -124,3 +125,42 @@ def test_the_data_problems_reassociated_dot_keeps_its_bits_at_either_width():
     problem's runs keep their bits."""
     got = [json.loads(child(DOTS, FASTGT_VECTOR_BITS=bits).stdout) for bits in VECTOR_BITS]
     assert got[0] == got[1]  # without narrow_vectors: 3 of the 4 differ on a Sapphire Rapids
+
+
+HASHES = """
+import hashlib
+import numpy as np
+import fastgt
+h = hashlib.sha256()
+for algorithm in ("gt", "dsgd"):
+    for topology in (dict(topology="ring", n=12), dict(topology="torus", rows=4, cols=5),
+                     dict(topology="interp_ring", n=16, alpha=0.6),
+                     dict(topology="erdos_renyi", n=25, prob=0.25, graph_seed=3)):
+        for noise in ("gaussian", "structured", "none"):
+            for problem, d in (("quadratic", 13), ("hetero_quadratic", 100)):
+                r = fastgt.run(algorithm=algorithm, problem=problem, noise=noise, d=d, steps=30,
+                               record_every=10, seed=5, stepsize=0.05, threads=1, **topology)
+                h.update(np.ascontiguousarray(r.records).tobytes())
+                for k in sorted(r.state):
+                    h.update(np.ascontiguousarray(r.state[k], dtype=np.float64).tobytes())
+print(h.hexdigest())
+"""
+
+
+def hashes_at_both_widths(tmp_path):
+    """48 runs of GT and D-SGD hashed in a child of each vector width (None without AVX-512)."""
+    if not AVX512:
+        return None
+    env = {k: v for k, v in os.environ.items() if k not in USER_VARS}
+    return [run([sys.executable, "-c", HASHES], env=env | {"FASTGT_VECTOR_BITS": bits},
+                cwd=tmp_path).stdout for bits in VECTOR_BITS]
+
+
+@pytest.mark.skipif(not AVX512, reason="the CPU has no AVX-512: one vector width only")
+@pytest.mark.background.with_args(hashes_at_both_widths)
+def test_the_vector_width_changes_no_number(background_result):
+    """The step loops reduce nothing across vector lanes: 256- and 512-bit builds give the
+    same bits (records and final states; quadratic problems, d = 13 and 100, every noise,
+    rings, a torus, a mean term and general CSR rows)."""
+    narrow, wide = background_result
+    assert narrow == wide

@@ -111,7 +111,10 @@ def prefetch_sample(data, s):
 @jit(**INLINE_FLAGS)
 def grad_row(co, node, X, r, G, q):
     """The family's hook (kernels/oracles.py): G[q] = R'(X[r]) + (1/B) sum over node i's B
-    drawn rows s of loss'(a_s^T X[r], y_s) a_s, plus the additive noise."""
+    drawn rows s of loss'(a_s^T X[r], y_s) a_s, plus the additive noise. Inlined, its
+    narrow_vectors() compiles the function that calls it (an algorithm's block function for
+    this family, the initial gradients) for 256-bit vectors."""
+    narrow_vectors()
     data, i, w = co.data, node.i, X.shape[1]
     lo = data.offsets[i]
     m = data.offsets[i + 1] - lo

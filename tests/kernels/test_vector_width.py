@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import llvmlite.binding as ll
+import numpy as np
 import pytest
 from background import run
 
@@ -164,3 +165,33 @@ def test_the_vector_width_changes_no_number(background_result):
     rings, a torus, a mean term and general CSR rows)."""
     narrow, wide = background_result
     assert narrow == wide
+
+
+def test_an_inlined_hook_narrows_the_function_it_is_compiled_in():
+    """narrow_vectors in an inlined helper (a problem family's grad_row) marks the function
+    that inlines it, e.g. an algorithm's block function for that family: a data problem's
+    whole step is compiled for 256-bit vectors, the quadratics' at the process's width."""
+    from numba import njit
+
+    from fastgt.config import INLINE_FLAGS
+    from fastgt.kernels.rounding import NARROW, narrow_vectors
+
+    @njit(**dict(INLINE_FLAGS, cache=False))
+    def hook(x, k):
+        narrow_vectors()
+        return 2.0 * x[k]
+
+    @njit(**dict(INLINE_FLAGS, cache=False))
+    def plain(x, k):
+        return 2.0 * x[k]
+
+    def caller_of(helper):
+        @njit(cache=False)
+        def caller(x):
+            for k in range(x.shape[0]):
+                x[k] = helper(x, k)
+
+        caller(np.ones(8))
+        return caller.inspect_llvm(caller.signatures[0])
+
+    assert NARROW in caller_of(hook) and NARROW not in caller_of(plain)

@@ -96,9 +96,9 @@ def configure_vectors() -> None:
                           "this process's CPU features before fastgt was imported (import "
                           "fastgt first)", FastGTWarning, stacklevel=2)
         return
-    host = get_host_cpu_features()  # numba's own: "" where LLVM cannot tell, no AVX
-    if "+avx512f" not in host.split(",") or (  # where NUMBA_ENABLE_AVX=0
-            not bits and ll.get_host_cpu_name() in FIRST_AVX512):
+    # numba's own view of the host: "" where LLVM cannot tell, no AVX under NUMBA_ENABLE_AVX=0
+    host = get_host_cpu_features()
+    if "+avx512f" not in host.split(",") or (not bits and ll.get_host_cpu_name() in FIRST_AVX512):
         return
     tune = "+prefer-256-bit" if bits == "256" else "-prefer-256-bit"
     numba.config.CPU_FEATURES = f"{host},{tune}"

@@ -83,10 +83,11 @@ def narrow_vectors(typingctx):
     reassociation keeps its order, which follows the vector width, under either setting
     (and on CPUs without AVX-512, whose vectors are 256-bit), and a short one its speed
     (512-bit lanes leave more to the loop's remainder and the final reduction:
-    samples.dense_dot at d = 50 took 1.2-1.3x longer). The function must not be inlined by
-    numba (inline="always"): a body inlined in numba's IR is compiled in its caller, at its
-    width. (llvmlite checks function attributes against a list without key-value ones: the
-    set's own add.)"""
+    samples.dense_dot at d = 50 took 1.2-1.3x longer). Called in a function that numba
+    inlines (inline="always"), it marks the function that inlines it: samples.grad_row so
+    marks every block function of its family, whose steps then run 256-bit whole.
+    (llvmlite checks function attributes against a list without key-value ones: the set's
+    own add.)"""
 
     def codegen(context, builder, sig, args):
         set.add(builder.function.attributes, NARROW)

@@ -76,32 +76,37 @@ def configure_vectors() -> None:
     256-bit (their gradient hook calls rounding.narrow_vectors).
     ``FASTGT_VECTOR_BITS=256`` or ``512`` chooses (on any AVX-512 CPU). numba's setting, for
     the whole process (numba code of the user's too), not the environment: child processes
-    decide for themselves. Left alone: a CPU name or features the user gave numba
-    (NUMBA_CPU_NAME, NUMBA_CPU_FEATURES, its config file or numba.config), and a process
-    where a numba function was decorated before fastgt's kernels were imported (numba fixed
-    its features then; a FASTGT_VECTOR_BITS it cannot apply is warned of). Must run before
-    this package's first numba decoration."""
+    decide for themselves. Left alone (a FASTGT_VECTOR_BITS that cannot apply is warned
+    of): a CPU name or features the user gave numba (NUMBA_CPU_NAME, NUMBA_CPU_FEATURES, its
+    config file or numba.config), a process where a numba function was decorated before
+    fastgt's kernels were imported (numba fixed its features then), a CPU without AVX-512
+    as numba sees it (NUMBA_ENABLE_AVX=0: none). Must run before this package's first numba
+    decoration."""
     from numba.core import registry
     from numba.core.codegen import get_host_cpu_features
 
     bits = os.environ.get("FASTGT_VECTOR_BITS", "")
     if bits not in ("", *VECTOR_BITS):
-        raise bad("FASTGT_VECTOR_BITS", bits, " or ".join(VECTOR_BITS) + " (or unset: 512 "
-                  "where the CPU has AVX-512)")
+        raise bad("FASTGT_VECTOR_BITS", bits, " or ".join(VECTOR_BITS) + " (unset: 512 where "
+                  "the CPU has AVX-512, but for its first generation)")
     if numba.config.CPU_NAME is not None or numba.config.CPU_FEATURES is not None:
-        return
-    if "_toplevel_target_context" in vars(registry.cpu_target):  # features fixed already
-        if bits:
-            warnings.warn(f"FASTGT_VECTOR_BITS={bits} is not applied: numba compiled for "
-                          "this process's CPU features before fastgt was imported (import "
-                          "fastgt first)", FastGTWarning, stacklevel=2)
-        return
-    # numba's own view of the host: "" where LLVM cannot tell, no AVX under NUMBA_ENABLE_AVX=0
-    host = get_host_cpu_features()
-    if "+avx512f" not in host.split(",") or (not bits and ll.get_host_cpu_name() in FIRST_AVX512):
-        return
-    tune = "+prefer-256-bit" if bits == "256" else "-prefer-256-bit"
-    numba.config.CPU_FEATURES = f"{host},{tune}"
+        why = "numba's CPU name or features given (NUMBA_CPU_NAME, NUMBA_CPU_FEATURES) decide"
+    elif "_toplevel_target_context" in vars(registry.cpu_target):
+        why = ("a numba function was defined before fastgt's kernels were imported, which "
+               "fixed numba's CPU features (import fastgt first)")
+    else:
+        # numba's own view of the host: "" where LLVM cannot tell, no AVX under
+        # NUMBA_ENABLE_AVX=0
+        host = get_host_cpu_features()
+        if "+avx512f" in host.split(","):
+            if bits or ll.get_host_cpu_name() not in FIRST_AVX512:
+                tune = "+prefer-256-bit" if bits == "256" else "-prefer-256-bit"
+                numba.config.CPU_FEATURES = f"{host},{tune}"
+            return
+        why = "the CPU has no AVX-512 (or numba's AVX is off)" if bits == "512" else None
+    if bits and why:
+        warnings.warn(f"FASTGT_VECTOR_BITS={bits} is not applied: {why}", FastGTWarning,
+                      stacklevel=2)
 
 
 configure_vectors()

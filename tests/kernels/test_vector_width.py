@@ -77,12 +77,14 @@ def test_fastgt_vector_bits_chooses_either_width():
     {"NUMBA_ENABLE_AVX": "0"}], ids=["features", "cpu-name", "no-avx"])
 def test_what_the_user_gave_numba_decides(variables):
     """Features or a CPU name of the user's are kept as given; with AVX turned off in numba
-    (NUMBA_ENABLE_AVX=0) there is no AVX-512 to widen to."""
+    (NUMBA_ENABLE_AVX=0) there is no AVX-512 to widen to; the FASTGT_VECTOR_BITS that
+    cannot apply is warned of."""
     got = probe(FASTGT_VECTOR_BITS="512", **variables)
     want = {"NUMBA_CPU_FEATURES": variables.get("NUMBA_CPU_FEATURES"),
             "NUMBA_CPU_NAME": "", "NUMBA_ENABLE_AVX": got["host"]}
     assert got["features"] == want[next(iter(variables))]
     assert "+avx512f" not in got["host"].split(",") or "NUMBA_ENABLE_AVX" not in variables
+    assert "FASTGT_VECTOR_BITS=512 is not applied" in got["stderr"]
 
 
 def test_numba_used_before_fastgt_keeps_its_features_and_says_so():
@@ -91,7 +93,8 @@ def test_numba_used_before_fastgt_keeps_its_features_and_says_so():
     before = "import numba\n@numba.njit\ndef one():\n    return 1\n"
     got = probe(before, FASTGT_VECTOR_BITS="512")
     assert got["features"] == HOST
-    assert "FASTGT_VECTOR_BITS=512 is not applied: numba compiled" in got["stderr"]
+    assert ("FASTGT_VECTOR_BITS=512 is not applied: a numba function was defined before "
+            "fastgt's kernels were imported") in got["stderr"]
     assert "not applied" not in probe(before)["stderr"]  # unset: nothing to say
 
 
@@ -103,7 +106,8 @@ def test_a_bad_fastgt_vector_bits_is_one_line_naming_the_allowed_values():
                          capture_output=True, text=True)
     assert out.returncode == 2
     assert out.stderr == ("Error: FASTGT_VECTOR_BITS='1024' is invalid: allowed 256 or 512 "
-                          "(or unset: 512 where the CPU has AVX-512)\n")
+                          "(unset: 512 where the CPU has AVX-512, but for its first "
+                          "generation)\n")
 
 
 DOTS = """

@@ -35,12 +35,26 @@ def _one_line_usage_errors():
         raise UserError(" ".join(err.format_message().split()) + where) from None
 
 
+def _one_line_warnings() -> None:
+    """fastgt's own warnings as one line on stderr (not Python's file:line form)."""
+    shown = warnings.showwarning
+
+    def one_line(message, category, *args, **kwargs):
+        if issubclass(category, FastGTWarning):
+            click.echo(f"warning: {message}", err=True)
+        else:
+            shown(message, category, *args, **kwargs)
+
+    warnings.showwarning = one_line
+
+
 class LazyGroup(click.Group):
     def parse_args(self, ctx, args):
         with _one_line_usage_errors():
             return super().parse_args(ctx, args)
 
     def invoke(self, ctx):
+        _one_line_warnings()  # before the command's module loads: its imports may warn
         try:
             with _one_line_usage_errors():
                 return super().invoke(ctx)
@@ -67,13 +81,3 @@ class LazyGroup(click.Group):
 def main():
     """fastgt: fast simulation of decentralized optimization (GT, ATC-GT, D-SGD, D², EXTRA, a
     centralized baseline) over sparse and time-varying graphs, with exact theory."""
-    shown = warnings.showwarning
-
-    def one_line(message, category, *args, **kwargs):
-        """fastgt's own warnings as one line on stderr (not Python's file:line form)."""
-        if issubclass(category, FastGTWarning):
-            click.echo(f"warning: {message}", err=True)
-        else:
-            shown(message, category, *args, **kwargs)
-
-    warnings.showwarning = one_line

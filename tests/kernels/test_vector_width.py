@@ -110,6 +110,18 @@ def test_a_bad_fastgt_vector_bits_is_one_line_naming_the_allowed_values():
                           "generation)\n")
 
 
+def test_from_the_cli_a_setting_that_cannot_apply_is_one_warning_line():
+    """The warning comes as the command's module loads (fastgt's kernels), before the
+    command runs: one line all the same."""
+    cli = Path(sys.executable).parent / "fastgt"
+    env = {k: v for k, v in os.environ.items() if k not in USER_VARS}
+    out = subprocess.run([str(cli), "topo", "ring", "--n", "8"], check=True, text=True,
+                         capture_output=True,
+                         env=env | {"FASTGT_VECTOR_BITS": "512", "NUMBA_CPU_NAME": "generic"})
+    assert out.stderr == ("warning: FASTGT_VECTOR_BITS=512 is not applied: numba's CPU name "
+                          "or features given (NUMBA_CPU_NAME, NUMBA_CPU_FEATURES) decide\n")
+
+
 DOTS = """
 import json
 import numpy as np

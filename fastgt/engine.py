@@ -245,7 +245,8 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         # float32: the metrics its rounding may dominate ("" if none); float64: not checked
         summary["rounding_limited"] = (rec.rounding_limited(cur, t, summary, algo.drifts)
                                        if batch.dtype != np.float64 else None)
-        said = growing(records) if summary["status"] == "ok" else None
+        # an ok run whose loss_nodes grew to its end: what to say of it, else None
+        said = summary["growing"] = growing(records) if summary["status"] == "ok" else None
         if said:  # (run_batch: which of its cells)
             warnings.warn(said if batch.C == 1 else f"cell {c}: {said}", FastGTWarning,
                           stacklevel=caller_level())
@@ -427,7 +428,8 @@ def growing(records: np.ndarray) -> str | None:
     """What to say of a run whose records (step, then the metrics) end in growth of
     loss_nodes short of the divergence threshold (a run stopped before it passed
     DIVERGE_FACTOR: "ok" said nothing of a loss growing 10x every 20 steps; a user trial),
-    or None. fastgt.run warns it; a sweep keeps it in the cell's ``growing`` column."""
+    or None. fastgt.run warns it and keeps it in summary["growing"]; a sweep in the cell's
+    ``growing`` column."""
     loss = records[:, 1 + M.METRICS.index("loss_nodes")]
     tail = loss[-GROWING - 1:]
     if len(tail) <= GROWING or not np.all(np.diff(tail) > 0):

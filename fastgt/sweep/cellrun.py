@@ -153,14 +153,12 @@ class _Prepared:
         self.meta["traceback"] = traceback.format_exc()
 
     def finish(self, res) -> None:
-        from ..engine import growing  # (the kernels are loaded in a worker that runs cells)
-
         self.row.update({k: res.summary[k] for k in SUMMARY_KEYS})
         self.row["error"] = res.summary["diverged_reason"]  # why a diverged cell stopped
         # a float32 cell's metrics that its rounding may dominate (None for float64)
         self.row["rounding_limited"] = res.summary.get("rounding_limited")
         # an ok cell whose loss_nodes grew to its end (fastgt.run warns it)
-        self.row["growing"] = growing(res.records) if res.summary["status"] == "ok" else None
+        self.row["growing"] = res.summary["growing"]
         self.row.update({m: res.summary[m] for m in METRICS})
         self.row.update({f"final_{m}": res.summary[f"final_{m}"] for m in METRICS})
         self.row.update({k: res.summary.get(k, math.nan) for k in PROBLEM_COLUMNS})

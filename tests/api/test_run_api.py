@@ -268,6 +268,7 @@ def test_a_run_that_ends_growing_is_said_to_be():
                                                   r"be diverging"):
         r = fastgt.run(algorithm="extra", steps=200, **kw)
     assert r.summary["status"] == "ok"
+    assert r.summary["growing"].startswith("loss_nodes grew at each of the last 2 records")
     W = fastgt.topology("random_matching", n=16)  # a batch's warning names its cell
     with pytest.warns(fastgt.FastGTWarning, match="loss_nodes grew") as seen:
         fastgt.run_batch([{"topology": W}, {"topology": W, "seed": 1}], algorithm="extra",
@@ -276,6 +277,6 @@ def test_a_run_that_ends_growing_is_said_to_be():
                                                          "cell 1: loss_nodes grew "]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fastgt.run(algorithm="gt", steps=200, **kw)
+        assert fastgt.run(algorithm="gt", steps=200, **kw).summary["growing"] is None
         fastgt.run(topology="ring", n=16, d=5, steps=300, record_every=10, sigma2=1e4,
                    x0=np.zeros((16, 5)))  # from 0 up to a plateau of ~1e3: not 1e6 x max(1, 0)

@@ -54,14 +54,13 @@ from .tables import (
     CELL_SCHEMA,
     NUMERICS_VERSION,
     TRACE_SCHEMA,
+    by_version,
     check_columns,
     columns_of,
-    current,
     declared_table,
     expression,
     newest,
     null_inapplicable,
-    of_version,
     older_left_out,
     select,
     to_pandas,
@@ -400,11 +399,11 @@ class Store(Claims):
         extra = [] if cols is None else [
             o for o in dict.fromkeys([*(CONDITIONAL[k][0] for k in cols if k in CONDITIONAL),
                                       "numerics"]) if o not in cols]
-        out, older = current(null_inapplicable(self._table(sub, None if cols is None else
-                                                           [*cols, *extra], where)))
-        if older and sub == "cells" and not self._said_older:  # once per Store (a read)
+        out, older = by_version(null_inapplicable(self._table(sub, None if cols is None else
+                                                              [*cols, *extra], where)))
+        if len(older) and sub == "cells" and not self._said_older:  # once per Store (a read)
             self._said_older = True
-            older_left_out(self.root, older)
+            older_left_out(self.root, len(older))
         return out.select(cols) if extra else out
 
     def _spellings(self, key: str, value) -> list:
@@ -498,7 +497,7 @@ class Store(Claims):
         after its newest input, and inputs lose their traces before their cells, so a kill
         at any point leaves every cell readable exactly once, with its trace;
         another compaction running on DIR (a lock on local disks) makes this one a no-op.
-        Rows of another fastgt's numbers (tables.of_version) go to DIR/older/, out of the
+        Rows of another fastgt's numbers (tables.by_version) go to DIR/older/, out of the
         loads' way and kept."""
         with self._lock("compact", wait=False) as got:
             cells_files, trace_files = self.files("cells"), self.files("traces")
@@ -518,17 +517,16 @@ class Store(Claims):
             return before, len(self.files("cells"))
 
     def older_ids(self) -> set[str]:
-        """The cells of DIR/cells whose rows hold another fastgt's numbers (of_version)."""
-        t = self._table("cells", ["id", "numerics"], None)
-        keep = of_version(t)
-        return set() if keep is None else set(t.filter(pc.invert(keep))["id"].to_pylist())
+        """The cells of DIR/cells whose rows hold another fastgt's numbers (by_version)."""
+        return set(by_version(self._table("cells", ["id", "numerics"], None))[1]["id"]
+                   .to_pylist())
 
     def _older(self, files: dict) -> bool:
         """Whether cells ``files`` hold rows of another fastgt's numbers (to move)."""
         for path in files.values():
             with self._parquet(path) as f:
-                if "numerics" not in f.schema_arrow.names or \
-                        of_version(f.read(columns=["numerics"])) is not None:
+                names = f.schema_arrow.names
+                if len(by_version(f.read(columns=[c for c in ["numerics"] if c in names]))[1]):
                     return True
         return False
 
@@ -562,14 +560,9 @@ class Store(Claims):
                     t = _with_provenance(t, footer)
                 # another fastgt's numbers (rows of another version, or written before
                 # the column): to DIR/older, kept apart
-                if "numerics" not in t.column_names:
-                    older.append(t)
-                    continue
-                keep = of_version(t)
-                if keep is not None:
-                    older.append(t.filter(pc.invert(keep)))
-                    t = t.filter(keep)
+                t, gone = by_version(t)
                 tables.append(t)
+                older.append(gone)
             for folder, parts in ((f"older/{sub}", older), (sub, tables)):
                 if parts and sum(len(t) for t in parts):
                     self._put(folder, name, pa.concat_tables(parts, promote_options="permissive"))

@@ -76,26 +76,20 @@ def null_inapplicable(table: pa.Table) -> pa.Table:
     return table
 
 
-def of_version(table: pa.Table) -> pa.ChunkedArray | None:
-    """Which rows hold this fastgt's numbers (column numerics = NUMERICS_VERSION; null: a
-    row written before the column), or None when all of them do. No Python value goes to
-    pyarrow (that imports pandas: ``fastgt status`` stays light)."""
+def by_version(table: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """(the rows of this fastgt's numbers, the others): column numerics = NUMERICS_VERSION;
+    null, or a table without the column, is a row written before it. No Python value goes
+    to pyarrow (that imports pandas: ``fastgt status`` stays light)."""
+    if "numerics" not in table.column_names:
+        return table.slice(0, 0), table
     col = table["numerics"]
     if not len(col) or (col.null_count == 0 and set(pc.min_max(col).as_py().values()) == {
             NUMERICS_VERSION}):
-        return None
+        return table, table.slice(0, 0)
     version = pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(
         NUMERICS_VERSION.to_bytes(8, "little", signed=True))])
-    return pc.is_in(col, value_set=version)  # null -> false
-
-
-def current(table: pa.Table) -> tuple[pa.Table, int]:
-    """The rows of this fastgt's numbers (of_version), and how many others were left out."""
-    keep = of_version(table)
-    if keep is None:
-        return table, 0
-    kept = table.filter(keep)
-    return kept, len(table) - len(kept)
+    keep = pc.is_in(col, value_set=version)  # null -> false
+    return table.filter(keep), table.filter(pc.invert(keep))
 
 
 def older_left_out(where: str, n: int) -> None:

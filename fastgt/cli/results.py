@@ -93,9 +93,9 @@ def compact(directory):
     from ..sweep.storage import open_sweep
 
     store = open_sweep(directory)
-    older = len(store.older_ids())
     before, after = store.compact()
-    moved = f"; {older} cells of another fastgt's numbers moved to older/" if older else ""
+    moved = (f"; {store.moved} cells of another fastgt's numbers moved to older/"
+             if store.moved else "")
     click.echo(f"{directory}: {before} cell files -> {after}{moved}")
 
 

@@ -167,6 +167,7 @@ class Store(Claims):
         self._retrying = False  # inside a read that begins again (_relisting)
         self._held: dict = {}  # _spellings: key -> (cells files, the texts they hold)
         self._said_older = False  # a read left out cells of another fastgt's numbers
+        self.moved = 0  # cells of another fastgt's numbers the last compact() moved
 
     def url(self, sub: str) -> str:
         """DIR/<sub> as a URI the workers can open (the protocol kept)."""
@@ -498,7 +499,8 @@ class Store(Claims):
         at any point leaves every cell readable exactly once, with its trace;
         another compaction running on DIR (a lock on local disks) makes this one a no-op.
         Rows of another fastgt's numbers (tables.by_version) go to DIR/older/, out of the
-        loads' way and kept."""
+        loads' way and kept: ``moved`` counts the cells it moved."""
+        self.moved = 0
         with self._lock("compact", wait=False) as got:
             cells_files, trace_files = self.files("cells"), self.files("traces")
             before = len(cells_files)
@@ -563,6 +565,8 @@ class Store(Claims):
                 t, gone = by_version(t)
                 tables.append(t)
                 older.append(gone)
+            if sub == "cells":
+                self.moved += sum(len(t) for t in older)
             for folder, parts in ((f"older/{sub}", older), (sub, tables)):
                 if parts and sum(len(t) for t in parts):
                     self._put(folder, name, pa.concat_tables(parts, promote_options="permissive"))

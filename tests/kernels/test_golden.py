@@ -7,6 +7,11 @@ by ``python tests/kernels/test_golden.py --write``. Bits are compared on the CPU
 the file; on another model (the project's machine changes between sessions) vector widths
 may differ, so there the check is a relative 1e-12 on each array's sum and norm, recorded
 beside the hashes.
+
+The problems with data (least squares, logistic, non-convex: dense rows and a sparse file,
+minibatches, full gradients, added noise, a float32 state) have a set of their own in
+tests/kernels/golden_data.json, written before the blocked minibatch gradient
+(problems/samples.py) by ``python tests/kernels/test_golden.py --write-data``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import fastgt
 from fastgt.runtime import max_threads
 
 GOLDEN = Path(__file__).with_name("golden.json")
+GOLDEN_DATA = Path(__file__).with_name("golden_data.json")
 
 TOPOLOGIES = {
     "ring": ("ring", {"n": 12, "self_weight": 0.2}, 13),
@@ -34,6 +40,19 @@ TOPOLOGIES = {
 PROBLEMS = {"quadratic": {}, "hetero_quadratic": {"zeta": 1.5}, "consensus": {"zeta": 2.0}}
 NOISES = ("gaussian", "structured", "none")
 RUN = {"stepsize": 0.05, "steps": 60, "record_every": 7, "seed": 11}
+
+
+#: the data set: problem -> parameters; "sparse" reads the .npz that sparse_file writes
+DATA_PROBLEMS = {
+    "least_squares": {"samples": 9, "split": "dirichlet", "split_alpha": 0.5, "reg": 0.1},
+    "logistic": {"samples": 9, "split": "dirichlet", "split_alpha": 0.5, "reg": 0.05},
+    "nonconvex": {"samples": 9, "split": "sorted", "reg": 0.1},
+    "sparse": {"reg": 0.05},  # logistic on sparse_file's rows
+}
+#: noise -> batch_size: 5 takes a block of 4 rows and one more, full takes every row
+DATA_NOISES = {"minibatch": 5, "full": 1, "minibatch+gaussian": 8}
+DATA_ALGORITHMS = ("gt", "dsgd", "d2", "extra")
+DATA_RUN = {"stepsize": 0.1, "steps": 30, "record_every": 7, "seed": 11, "d": 13}
 
 
 def keys():
@@ -48,6 +67,44 @@ def parts(key: str):
     algo, topo, prob, noise = key.split("/")
     name, params, d = TOPOLOGIES[topo]
     return algo, fastgt.topology(name, **params), fastgt.problem(prob, **PROBLEMS[prob]), noise, d
+
+
+def data_keys():
+    for algo in DATA_ALGORITHMS:
+        for prob in DATA_PROBLEMS:
+            for noise in DATA_NOISES:
+                yield f"{algo}/{prob}/{noise}/float64"
+    for algo in ("gt", "d2"):
+        yield f"{algo}/logistic/minibatch/float32"
+
+
+def sparse_file(folder: Path) -> str:
+    """An .npz of 120 sparse rows (30% nonzeros) of d = 13 with two-class labels."""
+    import scipy.sparse as sps
+
+    path = folder / "golden_sparse.npz"
+    if not path.exists():
+        g = np.random.default_rng(5)
+        X = sps.random(120, 13, density=0.3, random_state=5, format="csr") * 2.0 - 0.5 * (
+            sps.random(120, 13, density=0.3, random_state=6, format="csr"))
+        y = np.where(X @ g.normal(size=13) > 0, 1.0, -1.0)
+        sps.save_npz(path, X)
+        with np.load(path) as z:
+            np.savez(path, **z, y=y)
+    return str(path)
+
+
+def data_run(key: str, folder: Path, threads: int = 1):
+    algo, prob, noise, dtype = key.split("/")
+    params = dict(DATA_PROBLEMS[prob], batch_size=DATA_NOISES[noise])
+    run_kw = dict(DATA_RUN)
+    if prob == "sparse":
+        prob, params["data"] = "logistic", sparse_file(folder)
+        del run_kw["d"]
+    return fastgt.run(algorithm=algo, topology=fastgt.topology("ring", n=12, self_weight=0.4),
+                      problem=fastgt.problem(prob, **params), noise=noise, dtype=dtype,
+                      threads=threads, **({"sigma2": 0.3} if "gaussian" in noise else {}),
+                      **run_kw)
 
 
 def run(key: str, threads: int = 1):
@@ -80,8 +137,8 @@ def cpu() -> str:
     return llvm.get_host_cpu_name()
 
 
-def _load() -> dict:
-    return json.loads(GOLDEN.read_text())
+def _load(path: Path = GOLDEN) -> dict:
+    return json.loads(path.read_text())
 
 
 def _check(key: str, got: dict, golden: dict) -> None:
@@ -116,6 +173,26 @@ def test_two_threads(golden, key):
     _check(key, fingerprint(run(key, threads=2)), golden)
 
 
+@pytest.fixture(scope="module")
+def golden_data():
+    return _load(GOLDEN_DATA)
+
+
+def test_the_data_set_covers_every_data_key(golden_data):
+    assert sorted(golden_data["runs"]) == sorted(data_keys())
+
+
+@pytest.mark.parametrize("key", list(data_keys()))
+def test_data_problems(golden_data, key, tmp_path):
+    _check(key, fingerprint(data_run(key, tmp_path)), golden_data)
+
+
+@pytest.mark.skipif(max_threads() < 2, reason="needs 2 numba threads")
+@pytest.mark.parametrize("key", ["gt/logistic/minibatch/float64", "d2/sparse/full/float64"])
+def test_data_problems_two_threads(golden_data, key, tmp_path):
+    _check(key, fingerprint(data_run(key, tmp_path, threads=2)), golden_data)
+
+
 @pytest.mark.parametrize("algo", ["gt", "dsgd"])
 @pytest.mark.parametrize("noise", NOISES)
 @pytest.mark.parametrize("parallel,threads", [("cells", 1), ("blocks", 2)])
@@ -145,8 +222,19 @@ def write() -> None:
     print(f"wrote {len(runs)} runs to {GOLDEN}")
 
 
+def write_data() -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = {key: fingerprint(data_run(key, Path(tmp))) for key in data_keys()}
+    GOLDEN_DATA.write_text(json.dumps({"cpu": cpu(), "fastgt": fastgt.__version__,
+                                       "run": DATA_RUN, "runs": runs}, indent=1,
+                                      sort_keys=True) + "\n")
+    print(f"wrote {len(runs)} runs to {GOLDEN_DATA}")
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] != ["--write"]:
-        sys.exit("usage: python tests/kernels/test_golden.py --write  (only before a change that "
-                 "must keep the numbers)")
-    write()
+    if sys.argv[1:] not in (["--write"], ["--write-data"]):
+        sys.exit("usage: python tests/kernels/test_golden.py --write | --write-data  (only "
+                 "before a change that must keep the numbers)")
+    write() if sys.argv[1] == "--write" else write_data()

@@ -4,6 +4,7 @@ scipy (sparse data), in the same run.
     python bench/bench_ml.py                 # n = 100, 1000; d = 50, 500; batch 1, 8, 64
     python bench/bench_ml.py --quick         # smoke test: n = 100, d = 50, batch 8
     python bench/bench_ml.py --n 1000 --d 500 --batch 64 --data sparse --json ml.json
+    python bench/bench_ml.py --against REF [--pairs 5] [--data dense]   # A/B, bits checked
 
 One GT step on a ring (self weight 1/3) with ``samples`` = 100 rows per node (iid split),
 each node's gradient on ``batch`` rows drawn with replacement:
@@ -21,15 +22,26 @@ step, ns per (node x sample x feature) with feature = d (dense) or the mean nonz
 row (sparse), the speed-up over the baseline, and the bound of reading the sampled rows
 (8 bytes a value dense, 12 sparse: value and index) at the machine's triad bandwidth
 (bench/limits.py), when the data do not fit in the last-level cache.
+
+--against REF (A/B mode): this checkout's fastgt (A, working tree included) against git
+revision REF's (B, its fastgt/ extracted to a temporary directory), fastgt's GT step alone
+(no baseline), in ``--pairs`` pairs of child processes taking turns (A, B, A, B, ...; one
+warm-up child each first, which compiles a copy's kernels once). Reported per case: the
+medians of ns per node, the median and range of the pairwise ratios A/B, and whether
+every child's sha256 of the iterate after CHECK_STEPS minibatch steps agrees (the bits).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sps
@@ -158,6 +170,78 @@ def check(inst, W, x0, base_cls) -> float:
     return float(err)
 
 
+def cases(args):
+    for kind in args.data.split(","):
+        for n in common.int_list(args.n):
+            for d in common.int_list(args.d):
+                for B in common.int_list(args.batch):
+                    yield kind, n, d, B
+
+
+def ab_child(args, out: str) -> None:
+    """One A/B child, on whichever fastgt PYTHONPATH gives: per case the sha256 of the
+    iterate after CHECK_STEPS minibatch steps, and ns per node of GT's step (median of
+    args.repeats blocks of about args.target seconds)."""
+    import fastgt
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, n, d, B in cases(args):
+            inst = problem_spec(kind, n, d, B, tmp).build(n, d)
+            W = fastgt.topology("ring", n=n)
+            x0 = np.random.default_rng(0).normal(size=(n, d))
+            bits = FastgtGT(inst, W, x0, False)
+            bits.advance(CHECK_STEPS)
+            run = FastgtGT(inst, W, x0, False)
+            k = common.steps_for(run.advance, args.target)
+            secs = common.seconds(lambda run=run, k=k: run.advance(k), args.repeats)
+            rows.append({"case": [kind, n, d, B],
+                         "sha": hashlib.sha256(bits.iterate().tobytes()).hexdigest()[:16],
+                         "ns": statistics.median(secs) / k / n * 1e9})
+    Path(out).write_text(json.dumps({"fastgt": str(Path(fastgt.__file__).parents[1]),
+                                     "rows": rows}))
+
+
+def against(args) -> str:
+    """This checkout's fastgt (A) against args.against's (B): the report's text."""
+    repo = Path(__file__).resolve().parents[1]
+    sha, who = common.versions(repo, args.against)
+    argv = sys.argv[1:]
+    got = {"A": [], "B": []}
+    with common.materialised(repo, sha) as ref, tempfile.TemporaryDirectory() as tmp:
+        roots = {"A": repo, "B": ref}
+        for i in range(args.pairs + 1):  # the first pair warms up (compiles), untimed
+            for v in "AB":
+                out = Path(tmp) / f"{v}{i}.json"
+                env = os.environ | {"PYTHONPATH": str(roots[v]), "PYTHONSAFEPATH": "1",
+                                    "NUMBA_NUM_THREADS": "1"}
+                subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv,
+                                "--ab-child", str(out)], env=env, check=True)
+                ch = json.loads(out.read_text())
+                if Path(ch["fastgt"]).resolve() != Path(roots[v]).resolve():
+                    raise SystemExit(f"{v} child imported fastgt from {ch['fastgt']}")
+                if i:
+                    got[v].append(ch["rows"])
+            print(f"pair {i}/{args.pairs} done" + (" (warm-up)" if not i else ""),
+                  file=sys.stderr, flush=True)
+    table = []
+    for c, case in enumerate(got["A"][0]):
+        ns = {v: [run[c]["ns"] for run in got[v]] for v in "AB"}
+        ratios = [a / b for a, b in zip(ns["A"], ns["B"])]
+        shas = {run[c]["sha"] for v in "AB" for run in got[v]}
+        table.append([*map(str, case["case"]), f"{statistics.median(ns['A']):.0f}",
+                      f"{statistics.median(ns['B']):.0f}", f"{statistics.median(ratios):.3f}",
+                      f"{min(ratios):.2f}-{max(ratios):.2f}",
+                      "same" if len(shas) == 1 else "DIFFER"])
+    return (f"CPU: {common.cpu_model()}, 1 thread. A = {who['A']}; B = {who['B']}; "
+            f"{args.pairs} pairs of child processes after a warm-up pair.\n\n"
+            + common.markdown_table(["data", "n", "d", "batch", "A ns/node", "B ns/node",
+                                     "A/B", "A/B min-max", "bits"], table)
+            + "\n\nns/node: fastgt's GT step per node, median over the pairs of each "
+            "child's median; A/B: the median of the pairwise ratios, then their range; bits: "
+            f"sha256 of the iterate after {CHECK_STEPS} minibatch steps in every child.")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", default="100,1000")
@@ -168,9 +252,17 @@ def main():
     ap.add_argument("--target", type=float, default=0.2, help="seconds per timed block")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--against", metavar="REF",
+                    help="A/B mode: this checkout's fastgt against git revision REF's")
+    ap.add_argument("--pairs", type=int, default=5, help="--against: timed pairs (default 5)")
+    ap.add_argument("--ab-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.quick:
         args.n, args.d, args.batch, args.repeats, args.target = "100", "50", "8", 3, 0.05
+    if args.ab_child:
+        return ab_child(args, args.ab_child)
+    if args.against:
+        return print(against(args))
     import numba
 
     import fastgt

@@ -33,18 +33,15 @@ timing and bench/README.md.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import hashlib
 import json
 import math
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -601,42 +598,6 @@ def ab_child(args, threads: int, out_path: str) -> None:
     Path(out_path).write_text(json.dumps(result, indent=1))
 
 
-def git(repo: Path, *cmd: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *cmd], check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
-@contextmanager
-def materialised(repo: Path, sha: str):
-    """Commit ``sha``'s fastgt/ package extracted under the temp directory: its root.
-
-    The path depends only on the commit, so numba's cache (which keys a copy's kernels by
-    their directory's path) finds them again on the next run: REF's kernels compile once,
-    not at every run. Concurrent runs on one commit share the copy: each holds a shared
-    lock on ``<root>.lock`` (an empty file, left behind) and the last one out removes it.
-    """
-    root = Path(tempfile.gettempdir()) / f"fastgt-against-{os.getuid()}-{sha[:12]}"
-    with open(f"{root}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_SH)
-        if not root.exists():
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one run extracts, the others wait for it
-            if not root.exists():
-                tmp = tempfile.mkdtemp(prefix=root.name + "-", dir=root.parent)
-                archive = subprocess.run(["git", "-C", str(repo), "archive", sha, "fastgt"],
-                                         check=True, capture_output=True).stdout
-                subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-                os.rename(tmp, root)
-            fcntl.flock(lock, fcntl.LOCK_SH)
-        try:
-            yield root
-        finally:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                shutil.rmtree(root)
-            except BlockingIOError:
-                pass  # another run still uses the copy
-
-
 def against(args, argv: list[str], machine: dict) -> tuple[str, dict]:
     """Time this checkout's fastgt (A) against revision ``args.against``'s (B): per thread
     count one warm-up child per version, then ``args.pairs`` pairs of children taking turns
@@ -645,16 +606,9 @@ def against(args, argv: list[str], machine: dict) -> tuple[str, dict]:
     A B, B A, ... it slowed A twice in a null run and moved the median by 4%). The
     report's text and the JSON data."""
     repo = Path(__file__).resolve().parents[1]
-    try:
-        sha = git(repo, "rev-parse", "--verify", "--quiet", f"{args.against}^{{commit}}")
-    except subprocess.CalledProcessError:
-        raise SystemExit(f"--against {args.against}: not a commit of {repo}") from None
-    dirty = git(repo, "status", "--porcelain", "--", "fastgt")
-    who = {"A": f"{repo}/fastgt (working tree at {git(repo, 'rev-parse', '--short=12', 'HEAD')}"
-                f"{', with uncommitted changes' if dirty else ''})",
-           "B": f"{args.against} = {sha[:12]}"}
+    sha, who = common.versions(repo, args.against)
     children = []
-    with materialised(repo, sha) as ref_root, tempfile.TemporaryDirectory() as tmp:
+    with common.materialised(repo, sha) as ref_root, tempfile.TemporaryDirectory() as tmp:
         roots = {"A": repo, "B": ref_root}
 
         def child_of(version: str, threads: int, *extra: str, pair=None) -> dict:

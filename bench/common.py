@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import platform
+import shutil
 import statistics
+import subprocess
+import tempfile
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 
 def int_list(text: str) -> list[int]:
@@ -186,3 +192,53 @@ def bound_in_child(algorithm: str, n: int, d: int, threads: int) -> float:
     out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent, env=env,
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])["bound_serial"]
+
+
+def git(repo: Path, *cmd: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *cmd], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def versions(repo: Path, ref: str) -> tuple[str, dict]:
+    """An A/B run's two versions of fastgt: ``ref``'s commit (B) and a line on each, A
+    being ``repo``'s working tree (uncommitted changes included)."""
+    try:
+        sha = git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except subprocess.CalledProcessError:
+        raise SystemExit(f"--against {ref}: not a commit of {repo}") from None
+    dirty = git(repo, "status", "--porcelain", "--", "fastgt")
+    head = git(repo, "rev-parse", "--short=12", "HEAD")
+    return sha, {"A": f"{repo}/fastgt (working tree at {head}"
+                      f"{', with uncommitted changes' if dirty else ''})",
+                 "B": f"{ref} = {sha[:12]}"}
+
+
+@contextmanager
+def materialised(repo: Path, sha: str):
+    """Commit ``sha``'s fastgt/ package extracted under the temp directory: its root.
+
+    The path depends only on the commit, so numba's cache (which keys a copy's kernels by
+    their directory's path) finds them again on the next run: REF's kernels compile once,
+    not at every run. Concurrent runs on one commit share the copy: each holds a shared
+    lock on ``<root>.lock`` (an empty file, left behind) and the last one out removes it.
+    """
+    root = Path(tempfile.gettempdir()) / f"fastgt-against-{os.getuid()}-{sha[:12]}"
+    with open(f"{root}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        if not root.exists():
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one run extracts, the others wait for it
+            if not root.exists():
+                tmp = tempfile.mkdtemp(prefix=root.name + "-", dir=root.parent)
+                archive = subprocess.run(["git", "-C", str(repo), "archive", sha, "fastgt"],
+                                         check=True, capture_output=True).stdout
+                subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+                os.rename(tmp, root)
+            fcntl.flock(lock, fcntl.LOCK_SH)
+        try:
+            yield root
+        finally:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(root)
+            except BlockingIOError:
+                pass  # another run still uses the copy

@@ -177,7 +177,8 @@ def test_float32_state_follows_the_twin(algorithm, sparse, tmp_path):
 def _check_twin(algorithm, noise, sparse, tmp_path, dtype="float64"):
     W, d, seed = fastgt.topology("erdos_renyi", n=12, prob=0.4, seed=3), 5, 4
     path = _sparse_file(tmp_path, d=d)[0] if sparse else None
-    batch = 3 if noise.startswith("minibatch") else 1  # a batch_size acts under minibatch only
+    # a batch_size acts under minibatch only; 5 rows: a block of 4 dense rows and one more
+    batch = 5 if noise.startswith("minibatch") else 1
     spec = _spec("logistic" if sparse else "least_squares", path, batch_size=batch)
     x0 = np.random.default_rng(7).normal(size=(W.n, d))
     res = fastgt.run(algorithm=algorithm, topology=W, problem=spec, noise=noise,

@@ -4,6 +4,7 @@
                                 [--setups A,B,0] [--no-paper]
     python bench/bench_steps.py --against REF [--pairs 5] [--quick] [--json out.json]
                                 [--threads 1,2] [--n ...] [--setups A,B,0]
+    python bench/bench_steps.py --against HEAD --b-env FASTGT_VECTOR_BITS=256 [...]
 
 f_i = ||x||^2 with the paper's Setup A (i.i.d. Gaussian gradient noise), Setup B
 (structured noise) or, --setups 0, no noise (exact gradients), d = 100, on ring, interp_ring (alpha 0.5) and a near-square torus,
@@ -27,7 +28,8 @@ each timing every case (default n: 300 and 3000 on 1 thread, 30000 on more: the 
 the redesign's 3% budget). Per case: medians of A and B, median and min-max of the
 pairwise ratios A/B, a verdict against the budget, and whether every child's checksum of
 a seeded 5-step run (records and final state) agrees to the bit. See ab_child for the
-timing and bench/README.md.
+timing and bench/README.md. --b-env VAR=VALUE (repeatable) puts VAR=VALUE in B's children's
+environment: with --against HEAD and a clean tree, one commit at two settings.
 """
 
 from __future__ import annotations
@@ -607,12 +609,16 @@ def against(args, argv: list[str], machine: dict) -> tuple[str, dict]:
     report's text and the JSON data."""
     repo = Path(__file__).resolve().parents[1]
     sha, who = common.versions(repo, args.against)
+    b_env = dict(kv.split("=", 1) for kv in args.b_env)
+    if b_env:
+        who["B"] += " with " + " ".join(args.b_env)
     children = []
     with common.materialised(repo, sha) as ref_root, tempfile.TemporaryDirectory() as tmp:
         roots = {"A": repo, "B": ref_root}
 
         def child_of(version: str, threads: int, *extra: str, pair=None) -> dict:
-            env = {"PYTHONPATH": str(roots[version]), "PYTHONSAFEPATH": "1"}
+            env = {"PYTHONPATH": str(roots[version]), "PYTHONSAFEPATH": "1",
+                   **(b_env if version == "B" else {})}
             ch = run_child(threads, [*argv, *extra], env)
             if Path(ch["fastgt"]) != roots[version].resolve():
                 raise SystemExit(f"{version} child imported fastgt from {ch['fastgt']}, "
@@ -718,6 +724,9 @@ def parse_args(argv=None):
                    help="A/B mode: this checkout's fastgt against git revision REF's, "
                    "interleaved child processes (default n: 300,3000 on 1 thread, "
                    f"{PARALLEL_N} on more)")
+    p.add_argument("--b-env", action="append", default=[], metavar="VAR=VALUE",
+                   help="--against: B's children run with VAR=VALUE in their environment "
+                        "(repeatable), e.g. --against HEAD --b-env FASTGT_VECTOR_BITS=256")
     p.add_argument("--pairs", type=int, default=5,
                    help="--against: pairs of A and B children per thread count (default 5)")
     p.add_argument("--algorithms", type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
@@ -736,6 +745,10 @@ def parse_args(argv=None):
         args.algorithms = list(AB_ALGOS if args.against else ALGOS)
     if not args.algorithms or set(args.algorithms) - set(ALGOS):
         p.error(f"--algorithms: allowed values {', '.join(ALGOS)}")
+    if args.b_env and not args.against:
+        p.error("--b-env: allowed with --against REF only (B is REF's copy)")
+    if any("=" not in kv for kv in args.b_env):
+        p.error("--b-env: allowed values VAR=VALUE")
     if not args.setups or set(args.setups) - set(NOISES):
         p.error(f"--setups: allowed values {', '.join(NOISES)}")
     return args

@@ -6,6 +6,7 @@ minibatch unbiasedness, and the same bits on any thread count."""
 
 import math
 
+import numba
 import numpy as np
 import pytest
 import reference as ref
@@ -207,6 +208,53 @@ def test_minibatch_same_bits_on_threads_and_in_a_batch():
     assert_same_bits_on_threads_and_in_a_batch(
         problem=fastgt.problem("logistic", samples=9, batch_size=2, split="dirichlet"),
         noise="minibatch+gaussian", d=9, steps=17, record_every=4, stepsize=0.02)
+
+
+@numba.njit(error_model="numpy", fastmath=True)  # as the kernels
+def _row_by_row(data, rows, counts, X, G):
+    """Each node's gradient a row at a time (the loop before dense rows were summed in
+    blocks of four): G[i] = reg X[i], then G[i] = fma(c_s, a_s, G[i]) for each drawn row s
+    in turn, through the family's own dot product and slope."""
+    for i in range(X.shape[0]):
+        for k in range(X.shape[1]):
+            G[i, k] = data.reg * X[i, k]
+        for j in range(counts[i]):
+            s = rows[i, j]
+            c = samples.dense_slope(data, s, X, i, counts[i])
+            for k in range(X.shape[1]):
+                G[i, k] = samples.fma(c, data.A[s, k], G[i, k])
+
+
+@pytest.mark.parametrize("batch", [0, 3, 4, 5, 8, 13])
+@pytest.mark.parametrize("name", ["least_squares", "logistic"])
+def test_blocked_rows_give_the_bits_of_a_row_at_a_time(name, batch):
+    """The kernels' gradients (oracles.stochastic_grads through grad_row, dense rows four at
+    a time) equal, to the bit and on any CPU, the row-at-a-time loop compiled beside them
+    (batch 0: every row of the node, 1-17 of them)."""
+    from fastgt.algorithms import Batch, Cell
+    from fastgt.problems import make_noise
+
+    n, d, seed, t = 7, 11, 4, 3
+    W = fastgt.topology("ring", n=n)
+    inst = fastgt.problem(name, samples=9, split="dirichlet", split_alpha=0.5, reg=0.2,
+                          seed=1).build(n, d).sampled(batch)
+    b = Batch([Cell(W, make_noise("none", 0.0, d, W), 0.1, seed, None)], inst, None, 1, None)
+    X = np.zeros((b.rows, b.dp))
+    X[:n, :d] = np.random.default_rng(2).normal(size=(n, d))
+    G = np.zeros_like(X)
+    b.grads(t, b.used(X), b.used(G), 0)
+    sizes = np.diff(inst.offsets)
+    counts = np.full(n, batch) if batch else sizes
+    rows = np.zeros((n, counts.max()), dtype=np.int64)
+    u64 = np.uint64
+    tkey = u64(rng.step_key(u64(rng.stream_key(seed, rng.STREAM_NOISE)), t))
+    for i in range(n):
+        lo, key = inst.offsets[i], u64(rng.row_key(tkey, i))
+        rows[i, :counts[i]] = [lo + (rng.uniform_index(key, j, sizes[i]) if batch else j)
+                               for j in range(counts[i])]
+    want = np.zeros_like(G)
+    _row_by_row(b.oracle.data, rows, counts, b.used(X), b.used(want))
+    assert sizes.max() >= 8 and np.array_equal(G, want)
 
 
 def test_minibatch_gradients_are_unbiased():

@@ -79,16 +79,16 @@ def data_keys():
 
 
 def sparse_file(folder: Path) -> str:
-    """An .npz of 120 sparse rows (30% nonzeros) of d = 13 with two-class labels."""
+    """An .npz of 120 sparse rows (about 30% nonzeros) of d = 13 with two-class labels, from
+    numpy's generator alone (scipy.sparse.random's sampler may change between versions)."""
     import scipy.sparse as sps
 
     path = folder / "golden_sparse.npz"
     if not path.exists():
         g = np.random.default_rng(5)
-        X = sps.random(120, 13, density=0.3, random_state=5, format="csr") * 2.0 - 0.5 * (
-            sps.random(120, 13, density=0.3, random_state=6, format="csr"))
-        y = np.where(X @ g.normal(size=13) > 0, 1.0, -1.0)
-        sps.save_npz(path, X)
+        values = g.normal(size=(120, 13)) * (g.random((120, 13)) < 0.3)
+        y = np.where(values @ g.normal(size=13) > 0, 1.0, -1.0)
+        sps.save_npz(path, sps.csr_matrix(values))
         with np.load(path) as z:
             np.savez(path, **z, y=y)
     return str(path)

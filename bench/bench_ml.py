@@ -29,6 +29,9 @@ revision REF's (B, its fastgt/ extracted to a temporary directory), fastgt's GT 
 warm-up child each first, which compiles a copy's kernels once). Reported per case: the
 medians of ns per node, the median and range of the pairwise ratios A/B, and whether
 every child's sha256 of the iterate after CHECK_STEPS minibatch steps agrees (the bits).
+Its children drive fastgt's engine directly (FastgtGT: a one-cell Batch, no metrics), so
+REF must have this checkout's internal API (Batch, Cell, the algorithms' init and
+advance): recent commits, not any.
 """
 
 from __future__ import annotations
@@ -202,8 +205,9 @@ def ab_child(args, out: str) -> None:
                                      "rows": rows}))
 
 
-def against(args) -> str:
-    """This checkout's fastgt (A) against args.against's (B): the report's text."""
+def against(args) -> tuple[str, dict]:
+    """This checkout's fastgt (A) against args.against's (B): the report's text and its
+    JSON data."""
     repo = Path(__file__).resolve().parents[1]
     sha, who = common.versions(repo, args.against)
     argv = sys.argv[1:]
@@ -213,33 +217,34 @@ def against(args) -> str:
         for i in range(args.pairs + 1):  # the first pair warms up (compiles), untimed
             for v in "AB":
                 out = Path(tmp) / f"{v}{i}.json"
-                env = os.environ | {"PYTHONPATH": str(roots[v]), "PYTHONSAFEPATH": "1",
-                                    "NUMBA_NUM_THREADS": "1"}
+                env = os.environ | common.version_env(roots[v]) | {"NUMBA_NUM_THREADS": "1"}
                 subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv,
                                 "--ab-child", str(out)], env=env, check=True)
-                ch = json.loads(out.read_text())
-                if Path(ch["fastgt"]).resolve() != Path(roots[v]).resolve():
-                    raise SystemExit(f"{v} child imported fastgt from {ch['fastgt']}")
+                ch = common.checked_child(v, roots[v], json.loads(out.read_text()))
                 if i:
                     got[v].append(ch["rows"])
             print(f"pair {i}/{args.pairs} done" + (" (warm-up)" if not i else ""),
                   file=sys.stderr, flush=True)
-    table = []
+    table, rows = [], []
     for c, case in enumerate(got["A"][0]):
         ns = {v: [run[c]["ns"] for run in got[v]] for v in "AB"}
         ratios = [a / b for a, b in zip(ns["A"], ns["B"])]
         shas = {run[c]["sha"] for v in "AB" for run in got[v]}
+        rows.append({"case": case["case"], "ns_per_node": ns, "ratios": ratios,
+                     "bits_same": len(shas) == 1})
         table.append([*map(str, case["case"]), f"{statistics.median(ns['A']):.0f}",
                       f"{statistics.median(ns['B']):.0f}", f"{statistics.median(ratios):.3f}",
                       f"{min(ratios):.2f}-{max(ratios):.2f}",
                       "same" if len(shas) == 1 else "DIFFER"])
-    return (f"CPU: {common.cpu_model()}, 1 thread. A = {who['A']}; B = {who['B']}; "
+    text = (f"CPU: {common.cpu_model()}, 1 thread. A = {who['A']}; B = {who['B']}; "
             f"{args.pairs} pairs of child processes after a warm-up pair.\n\n"
             + common.markdown_table(["data", "n", "d", "batch", "A ns/node", "B ns/node",
                                      "A/B", "A/B min-max", "bits"], table)
             + "\n\nns/node: fastgt's GT step per node, median over the pairs of each "
             "child's median; A/B: the median of the pairwise ratios, then their range; bits: "
             f"sha256 of the iterate after {CHECK_STEPS} minibatch steps in every child.")
+    return text, {"machine": common.machine_info(), "against": {"sha": sha, **who},
+                  "rows": rows}
 
 
 def main():
@@ -259,10 +264,18 @@ def main():
     args = ap.parse_args()
     if args.quick:
         args.n, args.d, args.batch, args.repeats, args.target = "100", "50", "8", 3, 0.05
+    if set(args.data.split(",")) - {"dense", "sparse"}:
+        ap.error("--data: allowed values dense, sparse (comma-separated)")
+    if args.pairs < 1:
+        ap.error("--pairs: allowed values >= 1")
     if args.ab_child:
         return ab_child(args, args.ab_child)
     if args.against:
-        return print(against(args))
+        text, data = against(args)
+        print(text)
+        if args.json:
+            Path(args.json).write_text(json.dumps(data, indent=1))
+        return None
     import numba
 
     import fastgt

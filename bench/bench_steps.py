@@ -617,12 +617,9 @@ def against(args, argv: list[str], machine: dict) -> tuple[str, dict]:
         roots = {"A": repo, "B": ref_root}
 
         def child_of(version: str, threads: int, *extra: str, pair=None) -> dict:
-            env = {"PYTHONPATH": str(roots[version]), "PYTHONSAFEPATH": "1",
-                   **(b_env if version == "B" else {})}
-            ch = run_child(threads, [*argv, *extra], env)
-            if Path(ch["fastgt"]) != roots[version].resolve():
-                raise SystemExit(f"{version} child imported fastgt from {ch['fastgt']}, "
-                                 f"not {roots[version]}")
+            env = common.version_env(roots[version]) | (b_env if version == "B" else {})
+            ch = common.checked_child(version, roots[version],
+                                      run_child(threads, [*argv, *extra], env))
             children.append(ch | {"version": version, "pair": pair})
             return children[-1]
 
@@ -747,7 +744,7 @@ def parse_args(argv=None):
         p.error(f"--algorithms: allowed values {', '.join(ALGOS)}")
     if args.b_env and not args.against:
         p.error("--b-env: allowed with --against REF only (B is REF's copy)")
-    if any("=" not in kv for kv in args.b_env):
+    if any(not kv.split("=", 1)[0] or "=" not in kv for kv in args.b_env):
         p.error("--b-env: allowed values VAR=VALUE")
     if not args.setups or set(args.setups) - set(NOISES):
         p.error(f"--setups: allowed values {', '.join(NOISES)}")

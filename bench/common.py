@@ -1,13 +1,17 @@
-"""Helpers shared by the benchmark scripts: machine facts, repeated timings, Markdown tables."""
+"""Helpers shared by the benchmark scripts: machine facts, repeated timings, Markdown
+tables, and the A/B runs against another commit (versions, materialised, version_env,
+checked_child)."""
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import platform
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -164,10 +168,6 @@ def child_cases(script: str, threads: int, args, lists=()) -> list[dict]:
     """The cases a bench script measures in a child of its own with ``threads`` numba
     threads (``script --threads-now THREADS`` and the case_options of ``args``, with the
     list-valued options named in ``lists`` too; one JSON line per case)."""
-    import json
-    import subprocess
-    import sys
-
     options = ["--repeats", str(args.repeats), "--target-s", str(args.target_s)]
     for name in ("n", "d", "algorithms", *lists):
         options += [f"--{name}", ",".join(map(str, getattr(args, name)))]
@@ -181,11 +181,6 @@ def bound_in_child(algorithm: str, n: int, d: int, threads: int) -> float:
     """bench/limits.py's no-overlap bound (ns per node-dimension-step) measured in a fresh
     process with ``threads`` numba threads, for scripts whose own process must not load
     numba's thread pool (or must not be disturbed by it)."""
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
     code = ("import json, limits; "
             f"print(json.dumps(limits.bound(limits.measure({threads}), {algorithm!r}, {n}, {d})))")
     env = os.environ | {"NUMBA_NUM_THREADS": str(threads)}
@@ -211,6 +206,19 @@ def versions(repo: Path, ref: str) -> tuple[str, dict]:
     return sha, {"A": f"{repo}/fastgt (working tree at {head}"
                       f"{', with uncommitted changes' if dirty else ''})",
                  "B": f"{ref} = {sha[:12]}"}
+
+
+def version_env(root: Path) -> dict:
+    """The environment a child needs to import the fastgt under ``root`` (and no other: not
+    the script's directory nor an installed copy)."""
+    return {"PYTHONPATH": str(root), "PYTHONSAFEPATH": "1"}
+
+
+def checked_child(version: str, root: Path, child: dict) -> dict:
+    """A child's JSON, once its "fastgt" (the root it imported fastgt from) is ``root``."""
+    if Path(child["fastgt"]).resolve() != Path(root).resolve():
+        raise SystemExit(f"{version} child imported fastgt from {child['fastgt']}, not {root}")
+    return child
 
 
 @contextmanager

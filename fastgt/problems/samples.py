@@ -18,8 +18,8 @@ Dense rows are summed four at a time: their four margins first (independent dot 
 whose latencies overlap), then one pass over the gradient row adding the four products in
 row order, each rounded into it as a row at a time would (the same bits: the golden set of
 tests/kernels/golden_data.json), the gradient row read and written once, not four times.
-GT's step on logistic regression took 0.61-0.96x the time (bench/bench_ml.py's sizes,
-docs/performance.md).
+GT's step on logistic regression took 0.79-1.00x the time on an AMD EPYC Zen 4
+(bench/bench_ml.py's sizes, docs/performance.md).
 """
 
 from __future__ import annotations

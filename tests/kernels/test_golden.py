@@ -11,7 +11,10 @@ beside the hashes.
 The problems with data (least squares, logistic, non-convex: dense rows and a sparse file,
 minibatches, full gradients, added noise, a float32 state) have a set of their own in
 tests/kernels/golden_data.json, written before the blocked minibatch gradient
-(problems/samples.py) by ``python tests/kernels/test_golden.py --write-data``.
+(problems/samples.py) by ``python tests/kernels/test_golden.py --write-data`` (its sparse
+runs re-recorded after, when their file came to be drawn with numpy alone: the change left
+sparse rows' code as it was). tests/problems/test_samples.py checks those blocks' bits on
+any CPU.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ codes read per row (a branch per sample, against a dot product of d).
 Dense rows are summed four at a time: their four margins first (independent dot products,
 whose latencies overlap), then one pass over the gradient row adding the four products in
 row order, each rounded into it as a row at a time would (the same bits: the golden set of
-tests/kernels/golden_data.json), the gradient row read and written once, not four times.
+tests/kernels/golden_data.json, and a row-at-a-time twin in tests/problems/test_samples.py
+on any CPU), the gradient row read and written once, not four times.
 GT's step on logistic regression took 0.79-1.00x the time on an AMD EPYC Zen 4
 (bench/bench_ml.py's sizes, docs/performance.md).
 """

@@ -213,31 +213,46 @@ def test_minibatch_same_bits_on_threads_and_in_a_batch():
 @numba.njit(error_model="numpy", fastmath=True)  # as the kernels
 def _row_by_row(data, rows, counts, X, G):
     """Each node's gradient a row at a time (the loop before dense rows were summed in
-    blocks of four): G[i] = reg X[i], then G[i] = fma(c_s, a_s, G[i]) for each drawn row s
-    in turn, through the family's own dot product and slope."""
+    blocks of four): G[i] = reg X[i], then G[i] += c_s a_s for each drawn row s in turn, an
+    fma per coordinate (a CSR row's nonzeros), c_s = loss'(a_s^T X[i], y_s) / count by the
+    family's own dot product (dense) and slope."""
     for i in range(X.shape[0]):
         for k in range(X.shape[1]):
             G[i, k] = data.reg * X[i, k]
         for j in range(counts[i]):
             s = rows[i, j]
-            c = samples.dense_slope(data, s, X, i, counts[i])
-            for k in range(X.shape[1]):
-                G[i, k] = samples.fma(c, data.A[s, k], G[i, k])
+            if data.sparse:
+                z = 0.0
+                for p in range(data.indptr[s], data.indptr[s + 1]):
+                    z = samples.fma(data.values[p], X[i, data.indices[p]], z)
+                c = samples.loss_slope(data.loss, z, data.y[s]) / counts[i]
+                for p in range(data.indptr[s], data.indptr[s + 1]):
+                    G[i, data.indices[p]] = samples.fma(c, data.values[p],
+                                                        G[i, data.indices[p]])
+            else:
+                c = samples.dense_slope(data, s, X, i, counts[i])
+                for k in range(X.shape[1]):
+                    G[i, k] = samples.fma(c, data.A[s, k], G[i, k])
 
 
 @pytest.mark.parametrize("batch", [0, 3, 4, 5, 8, 13])
-@pytest.mark.parametrize("name", ["least_squares", "logistic"])
-def test_blocked_rows_give_the_bits_of_a_row_at_a_time(name, batch):
+@pytest.mark.parametrize("name", ["least_squares", "logistic", "sparse"])
+def test_blocked_rows_give_the_bits_of_a_row_at_a_time(name, batch, tmp_path):
     """The kernels' gradients (oracles.stochastic_grads through grad_row, dense rows four at
     a time) equal, to the bit and on any CPU, the row-at-a-time loop compiled beside them
-    (batch 0: every row of the node, 1-17 of them)."""
+    (batch 0: every row of the node, 1-17 of them; "sparse": logistic on a CSR file)."""
     from fastgt.algorithms import Batch, Cell
     from fastgt.problems import make_noise
 
     n, d, seed, t = 7, 11, 4, 3
     W = fastgt.topology("ring", n=n)
-    inst = fastgt.problem(name, samples=9, split="dirichlet", split_alpha=0.5, reg=0.2,
-                          seed=1).build(n, d).sampled(batch)
+    if name == "sparse":
+        spec = fastgt.problem("logistic", data=_sparse_file(tmp_path, rows=63, d=d)[0],
+                              split="dirichlet", split_alpha=0.5, reg=0.2, seed=1)
+    else:
+        spec = fastgt.problem(name, samples=9, split="dirichlet", split_alpha=0.5, reg=0.2,
+                              seed=1)
+    inst = spec.build(n, d).sampled(batch)
     b = Batch([Cell(W, make_noise("none", 0.0, d, W), 0.1, seed, None)], inst, None, 1, None)
     X = np.zeros((b.rows, b.dp))
     X[:n, :d] = np.random.default_rng(2).normal(size=(n, d))
@@ -254,7 +269,8 @@ def test_blocked_rows_give_the_bits_of_a_row_at_a_time(name, batch):
                                for j in range(counts[i])]
     want = np.zeros_like(G)
     _row_by_row(b.oracle.data, rows, counts, b.used(X), b.used(want))
-    assert sizes.max() >= 8 and np.array_equal(G, want)
+    assert inst.sparse == (name == "sparse") and sizes.max() >= 8
+    assert np.array_equal(G, want)
 
 
 def test_minibatch_gradients_are_unbiased():

@@ -173,12 +173,17 @@ def check(inst, W, x0, base_cls) -> float:
     return float(err)
 
 
-def cases(args):
+def cases(args, tmp: str):
+    """(kind, n, d, batch, instance, W, x0) of every case the options name."""
+    import fastgt
+
     for kind in args.data.split(","):
         for n in common.int_list(args.n):
             for d in common.int_list(args.d):
                 for B in common.int_list(args.batch):
-                    yield kind, n, d, B
+                    inst = problem_spec(kind, n, d, B, tmp).build(n, d)
+                    x0 = np.random.default_rng(0).normal(size=(n, d))
+                    yield kind, n, d, B, inst, fastgt.topology("ring", n=n), x0
 
 
 def ab_child(args, out: str) -> None:
@@ -189,10 +194,7 @@ def ab_child(args, out: str) -> None:
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for kind, n, d, B in cases(args):
-            inst = problem_spec(kind, n, d, B, tmp).build(n, d)
-            W = fastgt.topology("ring", n=n)
-            x0 = np.random.default_rng(0).normal(size=(n, d))
+        for kind, n, d, B, inst, W, x0 in cases(args, tmp):
             bits = FastgtGT(inst, W, x0, False)
             bits.advance(CHECK_STEPS)
             run = FastgtGT(inst, W, x0, False)
@@ -278,40 +280,34 @@ def main():
         return None
     import numba
 
-    import fastgt
+    import fastgt  # noqa: F401 (its numba settings, before numba's threads start)
 
     numba.set_num_threads(1)
     lim = limits.measure(1)
     rows, raw = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for kind in args.data.split(","):
+        for kind, n, d, B, inst, W, x0 in cases(args, tmp):
             base_cls = NumpyGT if kind == "dense" else ScipyGT
-            for n in common.int_list(args.n):
-                W = fastgt.topology("ring", n=n)
-                for d in common.int_list(args.d):
-                    x0 = np.random.default_rng(0).normal(size=(n, d))
-                    for B in common.int_list(args.batch):
-                        inst = problem_spec(kind, n, d, B, tmp).build(n, d)
-                        err = check(inst, W, x0, base_cls)
-                        runs = {"fastgt": FastgtGT(inst, W, x0, False),
-                                base_cls.name: base_cls(inst, W, x0, False)}
-                        adv = {k: r.advance for k, r in runs.items()}
-                        steps = {k: common.steps_for(a, args.target) for k, a in adv.items()}
-                        secs, _ = common.interleaved_timings(adv, steps, args.repeats)
-                        feat = d if kind == "dense" else inst.A.nnz / inst.A.shape[0]
-                        per_node = {k: common.summarize(v, n / 1e9) for k, v in secs.items()}
-                        f, b = per_node["fastgt"]["median"], per_node[base_cls.name]["median"]
-                        data_bytes = (inst.A.nbytes if kind == "dense"
-                                      else inst.A.data.nbytes + inst.A.indices.nbytes)
-                        read = B * feat * (8 if kind == "dense" else 12) / lim["triad_GBps"]
-                        bound = read if data_bytes > limits.LLC_BYTES else None
-                        rows.append([kind, str(n), str(d), str(B), f"{f:.0f}",
-                                     f"{b:.0f}", f"{b / f:.1f}", f"{f / (B * feat):.2f}",
-                                     "-" if bound is None else f"{bound / (B * feat):.2f}"])
-                        raw.append({"data": kind, "n": n, "d": d, "batch": B,
-                                    "features_per_row": feat, "check_err": err,
-                                    "ns_per_node": per_node, "read_bound_ns": bound})
-                        print(f"done {kind} n={n} d={d} B={B}", file=sys.stderr)
+            err = check(inst, W, x0, base_cls)
+            runs = {"fastgt": FastgtGT(inst, W, x0, False),
+                    base_cls.name: base_cls(inst, W, x0, False)}
+            adv = {k: r.advance for k, r in runs.items()}
+            steps = {k: common.steps_for(a, args.target) for k, a in adv.items()}
+            secs, _ = common.interleaved_timings(adv, steps, args.repeats)
+            feat = d if kind == "dense" else inst.A.nnz / inst.A.shape[0]
+            per_node = {k: common.summarize(v, n / 1e9) for k, v in secs.items()}
+            f, b = per_node["fastgt"]["median"], per_node[base_cls.name]["median"]
+            data_bytes = (inst.A.nbytes if kind == "dense"
+                          else inst.A.data.nbytes + inst.A.indices.nbytes)
+            read = B * feat * (8 if kind == "dense" else 12) / lim["triad_GBps"]
+            bound = read if data_bytes > limits.LLC_BYTES else None
+            rows.append([kind, str(n), str(d), str(B), f"{f:.0f}",
+                         f"{b:.0f}", f"{b / f:.1f}", f"{f / (B * feat):.2f}",
+                         "-" if bound is None else f"{bound / (B * feat):.2f}"])
+            raw.append({"data": kind, "n": n, "d": d, "batch": B,
+                        "features_per_row": feat, "check_err": err,
+                        "ns_per_node": per_node, "read_bound_ns": bound})
+            print(f"done {kind} n={n} d={d} B={B}", file=sys.stderr)
     print(f"CPU: {common.cpu_model()}, 1 thread, triad {lim['triad_GBps']:.1f} GB/s\n")
     print(common.markdown_table(
         ["data", "n", "d", "batch", "fastgt ns/node", "baseline ns/node", "speed-up",

@@ -36,8 +36,11 @@ def _one_line_usage_errors():
 
 
 def _one_line_warnings() -> None:
-    """fastgt's own warnings as one line on stderr (not Python's file:line form)."""
+    """fastgt's own warnings as one line on stderr (not Python's file:line form); once per
+    process (a second invoke, as tests make, finds it installed)."""
     shown = warnings.showwarning
+    if getattr(shown, "fastgt_one_line", False):
+        return
 
     def one_line(message, category, *args, **kwargs):
         if issubclass(category, FastGTWarning):
@@ -45,6 +48,7 @@ def _one_line_warnings() -> None:
         else:
             shown(message, category, *args, **kwargs)
 
+    one_line.fastgt_one_line = True
     warnings.showwarning = one_line
 
 

@@ -23,7 +23,11 @@ from ..theory import THEORY_COLUMNS
 #: thread-count variables of numba and the BLAS/OpenMP libraries, set in every worker
 THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: summary entries of a run copied into the cell row (besides the METRICS plateaus and finals)
-SUMMARY_KEYS = ("status", "diverged_step", "steps_done", "loop_time", "steps_per_s", "threads")
+#: the summary's keys a cell's row copies as they are: rounding_limited, a float32 cell's
+#: metrics that its rounding may dominate (None for float64), and growing, what fastgt.run
+#: warns of an ok cell whose loss_nodes grew to its end
+SUMMARY_KEYS = ("status", "diverged_step", "steps_done", "loop_time", "steps_per_s", "threads",
+                "rounding_limited", "growing")
 SPECTRUM_KEYS = ("lambda2", "lambda_n", "p", "c", "p_eff")
 #: exact theory next to the simulated plateaus (fastgt.theory.theory_columns); graphs without a
 #: closed-form spectrum get it up to this many nodes (a dense eigvalsh per graph, kept in
@@ -155,10 +159,6 @@ class _Prepared:
     def finish(self, res) -> None:
         self.row.update({k: res.summary[k] for k in SUMMARY_KEYS})
         self.row["error"] = res.summary["diverged_reason"]  # why a diverged cell stopped
-        # a float32 cell's metrics that its rounding may dominate (None for float64)
-        self.row["rounding_limited"] = res.summary.get("rounding_limited")
-        # an ok cell whose loss_nodes grew to its end (fastgt.run warns it)
-        self.row["growing"] = res.summary["growing"]
         self.row.update({m: res.summary[m] for m in METRICS})
         self.row.update({f"final_{m}": res.summary[f"final_{m}"] for m in METRICS})
         self.row.update({k: res.summary.get(k, math.nan) for k in PROBLEM_COLUMNS})

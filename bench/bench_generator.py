@@ -1,6 +1,7 @@
 """The normal generator's transform: would lower-degree polynomials or another loop pay?
 
     python bench/bench_generator.py [--d 96] [--rows 100000] [--repeats 9]
+    python bench/bench_generator.py --tail [--d 10,20,50,100] [--rows 100000] [--repeats 9]
 
 Rows of d normals (whole groups of 16 coordinates), 1 thread, cache resident, four ways
 in the same process, taking turns in every repeat:
@@ -15,6 +16,11 @@ in the same process, taking turns in every repeat:
 - both.
 
 Reports ns per normal (median and min) and fastgt / variant (> 1: the variant is faster).
+
+--tail: a d that is no multiple of 16, fastgt's fill_normals into rows exactly d wide
+(the partial last group's pairs drawn one at a time) against rows padded to whole groups
+(as Batch's noise rows are: the group drawn whole in the vector loop, zeros past d), the
+values at coordinates < d checked equal; ns per row and exact / padded.
 Issue 18's item 3 asked for a cheaper transform on CPUs with a 256-bit datapath; a change
 of bits needs a second, selectable stream and every theory check run again, so a variant
 has to pay for that here and, above all, in whole steps (bench_steps.py --against), where
@@ -116,16 +122,70 @@ def kernels(S, C):
     return ways, per_row(groups(exact))
 
 
+def tail(args) -> None:
+    """--tail (module doc)."""
+    import numba
+    from numba import njit
+
+    from fastgt.config import NJIT_FLAGS
+    from fastgt.kernels import rng as R
+
+    @njit(**NJIT_FLAGS)
+    def draw(out, count, key, d):
+        for i in range(count):
+            R.fill_normals(R.row_key(key, i), out, i % out.shape[0], 1.0, d)
+
+    numba.set_num_threads(1)
+    key, table = np.uint64(7), []
+    for d in args.d:
+        rows = {"exact": np.zeros((16, d)), "padded": np.zeros((16, -(-d // 16) * 16))}
+        for out in rows.values():
+            draw(out, 16, key, d)
+        if not np.array_equal(rows["exact"], rows["padded"][:, :d]):
+            raise SystemExit(f"d = {d}: the padded rows' values differ")
+        secs = {k: [] for k in rows}
+        for _ in range(args.repeats):
+            for k, out in rows.items():
+                t = time.perf_counter()
+                draw(out, args.rows, key, d)
+                secs[k].append((time.perf_counter() - t) / args.rows * 1e9)
+        med = {k: statistics.median(v) for k, v in secs.items()}
+        table.append([str(d), *(f"{med[k]:.1f} ({min(secs[k]):.1f})" for k in rows),
+                      f"{med['exact'] / med['padded']:.2f}x"])
+    print(common.machine_line(common.machine_info()) + f"numba {numba.__version__}\n")
+    print(common.markdown_table(["d", "exact rows ns / row", "padded rows ns / row",
+                                 "exact / padded"], table))
+    print(f"\n{args.rows} rows per block, median (min) of {args.repeats} interleaved "
+          "repeats, 1 thread; the same values at coordinates < d.")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--d", type=int, default=96, help="coordinates per row (a multiple of 16)")
+    ap.add_argument("--d", default=None,
+                    help="coordinates per row: a multiple of 16 (default 96); --tail: a "
+                         "comma list (default 10,20,50,100)")
     ap.add_argument("--rows", type=int, default=100_000, help="rows per timed block")
     ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--tail", action="store_true",
+                    help="rows exactly d wide against rows padded to whole groups")
     args = ap.parse_args()
-    if args.d % 16 or args.d < 16:
-        raise SystemExit(f"--d must be a positive multiple of 16, not {args.d}")
     if args.rows < 1 or args.repeats < 1:
         raise SystemExit("--rows and --repeats must be at least 1")
+    if args.tail:
+        try:
+            args.d = [int(v) for v in (args.d or "10,20,50,100").split(",")]
+        except ValueError:
+            raise SystemExit(f"--d must be a comma list of positive integers, not {args.d}")
+        if min(args.d) < 1:
+            raise SystemExit(f"--d must be positive integers, not {args.d}")
+        tail(args)
+        return
+    try:
+        args.d = int(args.d or 96)
+    except ValueError:
+        raise SystemExit(f"--d must be a positive multiple of 16, not {args.d}")
+    if args.d % 16 or args.d < 16:
+        raise SystemExit(f"--d must be a positive multiple of 16, not {args.d}")
 
     import numba
 

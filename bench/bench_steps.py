@@ -531,22 +531,22 @@ def case_id(case: dict) -> str:
     return " ".join(map(str, case_key(case)))
 
 
-def ab_run(case: dict, W, steps: int, threads: int, record_every: int):
+def ab_run(case: dict, W, steps: int, threads: int, record_every: int, d: int = D):
     import fastgt
 
     setup = case["setup"]
     # no sigma2 without noise: fastgt refuses one that would be ignored (and the revision
     # compared may predate sigma2=None)
     sigma2 = {} if setup == "0" else {"sigma2": VARIANCE[setup]}
-    return fastgt.run(algorithm=case["algorithm"], topology=W, noise=NOISES[setup], d=D,
+    return fastgt.run(algorithm=case["algorithm"], topology=W, noise=NOISES[setup], d=d,
                       stepsize=stepsize(setup), steps=steps, record_every=record_every,
                       seed=0, threads=threads, **sigma2)
 
 
-def checksum(case: dict, W, threads: int) -> str:
+def checksum(case: dict, W, threads: int, d: int) -> str:
     """sha256 of a seeded CHECK_STEPS-step run: its records (metrics at every step) and
     final state arrays, bit for bit."""
-    res = ab_run(case, W, CHECK_STEPS, threads, 1)
+    res = ab_run(case, W, CHECK_STEPS, threads, 1, d)
     h = hashlib.sha256(np.ascontiguousarray(res.records).tobytes())
     for name in sorted(res.state):
         h.update(name.encode() + np.ascontiguousarray(res.state[name]).tobytes())
@@ -580,13 +580,13 @@ def ab_child(args, threads: int, out_path: str) -> None:
                       for s in args.setups if not refused(a, W)]  # D² on a torus
     t = time.perf_counter()
     for case, W in cases:
-        case["checksum"] = checksum(case, W, threads)
+        case["checksum"] = checksum(case, W, threads, args.d)
     result = {"threads": threads, "fastgt": str(Path(fastgt.__file__).resolve().parents[1]),
               "checksum_s": time.perf_counter() - t, **common.numba_info()}
     cfg = ab_settings(args.quick)
     for case, W in cases:
         def loop_time(k, case=case, W=W):
-            return ab_run(case, W, k, threads, k).summary["loop_time"]
+            return ab_run(case, W, k, threads, k, args.d).summary["loop_time"]
 
         if steps is None:
             case["steps"] = max(10, common.steps_for(loop_time, cfg["target_s"]))
@@ -595,7 +595,7 @@ def ab_child(args, threads: int, out_path: str) -> None:
         short = max(1, k // 10)
         took = [(loop_time(k), loop_time(short)) for _ in range(cfg["repeats"])]
         case["ns"] = ((min(t[0] for t in took) - min(t[1] for t in took)) / (k - short)
-                      / (case["n"] * D) * 1e9)
+                      / (case["n"] * args.d) * 1e9)
     result |= {"cases": [c for c, _ in cases], "load_avg_end": os.getloadavg()}
     Path(out_path).write_text(json.dumps(result, indent=1))
 
@@ -651,7 +651,7 @@ def against(args, argv: list[str], machine: dict) -> tuple[str, dict]:
             + ", ".join(f"{v} {max(s):.1f} s" for v, s in warm_s.items())
             + f"), then {args.pairs} interleaved pairs of child processes.\n")
     cfg = ab_settings(args.quick)
-    notes = ["", (f"ns = nanoseconds per node-dimension-step, d = {D}, of fastgt.run: (min "
+    notes = ["", (f"ns = nanoseconds per node-dimension-step, d = {args.d}, of fastgt.run: (min "
                   "loop_time(k) - min loop_time(k/10)) / (0.9 k) over "
                   f"{cfg['repeats']} runs of each in a child, k calibrated to ~{cfg['target_s']:g} "
                   "s and the same for A and B; median (min) over the pairs."),
@@ -664,7 +664,7 @@ def against(args, argv: list[str], machine: dict) -> tuple[str, dict]:
         notes.append("BITS DIFFER between A and B on: " + "; ".join(differ))
     data = {"machine": machine, "against": {"ref": args.against, "sha": sha, **who},
             "settings": cfg | {"pairs": args.pairs, "budget": BUDGET},
-            "d": D, "gamma": GAMMA, "sigma2": SIGMA2, "children": children, "rows": rows,
+            "d": args.d, "gamma": GAMMA, "sigma2": SIGMA2, "children": children, "rows": rows,
             "table": table}
     return head + "\n" + table + "\n" + "\n".join(notes), data
 
@@ -724,6 +724,9 @@ def parse_args(argv=None):
     p.add_argument("--b-env", action="append", default=[], metavar="VAR=VALUE",
                    help="--against: B's children run with VAR=VALUE in their environment "
                         "(repeatable), e.g. --against HEAD --b-env FASTGT_VECTOR_BITS=256")
+    p.add_argument("--d", type=int, default=D,
+                   help=f"--against: the problem's dimension (default {D}; the tables against "
+                        f"the baselines are at d = {D})")
     p.add_argument("--pairs", type=int, default=5,
                    help="--against: pairs of A and B children per thread count (default 5)")
     p.add_argument("--algorithms", type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
@@ -742,6 +745,10 @@ def parse_args(argv=None):
         args.algorithms = list(AB_ALGOS if args.against else ALGOS)
     if not args.algorithms or set(args.algorithms) - set(ALGOS):
         p.error(f"--algorithms: allowed values {', '.join(ALGOS)}")
+    if args.d != D and not args.against:
+        p.error(f"--d: allowed with --against REF only (the tables are at d = {D})")
+    if args.d < 1:
+        p.error("--d: allowed values >= 1")
     if args.b_env and not args.against:
         p.error("--b-env: allowed with --against REF only (B is REF's copy)")
     if any(not kv.split("=", 1)[0] or "=" not in kv for kv in args.b_env):

@@ -19,6 +19,7 @@ from fastgt.kernels.rng import (
     POLY_ERROR,
     STREAM_NOISE,
     STREAM_X0,
+    WHOLE_FROM,
     fill_normals,
     row_key,
     step_key,
@@ -112,15 +113,23 @@ def test_box_muller_transform_matches_numpy(width):
 
 
 def test_value_does_not_depend_on_row_width():
-    """Filling d coordinates (every partial-group size) gives a prefix of the full row and
-    leaves the padding past d untouched."""
+    """Filling d coordinates (every partial-group size) gives a prefix of the full row, in
+    a row d wide (a partial group's pairs one at a time) as in a wider one, where a partial
+    group of WHOLE_FROM pairs or more is drawn whole: zeros past d to the group's end, the
+    rest of the padding untouched."""
     full = np.empty((1, 64))
     fill_normals(np.uint64(3), full, 0, 1.0, 64)
+    whole = 0
     for d in range(1, 49):
-        row = np.full((1, 48), np.nan)
-        fill_normals(np.uint64(3), row, 0, 1.0, d)
-        np.testing.assert_array_equal(row[0, :d], full[0, :d])
-        assert np.all(np.isnan(row[0, d:]))
+        for width in (d, 48):
+            row = np.full((1, width), np.nan)
+            fill_normals(np.uint64(3), row, 0, 1.0, d)
+            np.testing.assert_array_equal(row[0, :d], full[0, :d])
+            end = -(-d // 16) * 16 if d % 16 >= WHOLE_FROM and width == 48 else d
+            whole += end > d
+            np.testing.assert_array_equal(row[0, d:end], 0.0)
+            assert np.all(np.isnan(row[0, end:]))
+    assert whole == 3 * 13  # d % 16 in 3..15, below 48: drawn whole in the wide rows
 
 
 def test_no_correlation_between_steps_seeds_and_streams():

@@ -259,9 +259,9 @@ class Batch:
         # ``temporal`` as plan takes it), whose blocks then only index scratch rows
         self.plan = plan(self.mix, n, dp * item, temporal)
         nb = self.plan.blocks
-        # per-block noise row, padded to whole 16-double groups: the generator draws a
-        # partial last group whole there (rng.fill_normals; the values of coordinates < d
-        # do not change)
+        # per-block noise row, padded to whole 16-double groups: the steps draw a partial
+        # last group whole there (rng.fill_padded; the values of coordinates < d do not
+        # change)
         dpad = -(-d // 16) * 16
         self.scratch = aligned((C, nb, dpad))
         self.grads_scratch = aligned((C, nb, dp))  # a gradient row per block

@@ -215,23 +215,44 @@ def normal_pair(rkey, m, scale):
 WHOLE_FROM = 3
 
 
-@njit(**NJIT_FLAGS)
-def fill_normals(rkey, out, r, scale, d):
-    """out[r, k] = scale * z_k for k < d, the row with key rkey, in whole groups of 2 PAIRS
-    coordinates. A partial last group is drawn whole where it needs WHOLE_FROM pairs or more
-    and the row has room for it (padded rows: Batch's noise rows are whole groups), its
-    coordinates past d then set to zero; otherwise only the pairs its coordinates < d need,
-    one at a time. Either way coordinate k's value does not depend on d or the row's width
-    (tests/kernels/test_rng.py)."""
+@njit(**INLINE_FLAGS)
+def fill_groups(rkey, out, r, scale, groups):
+    """out[r, :16 groups] = scale * z_k, the row's first ``groups`` whole groups (the loop
+    LLVM vectorizes over a group's PAIRS pairs)."""
     G = 2 * PAIRS
-    groups = d // G
-    if min(PAIRS, d - G * groups) >= WHOLE_FROM and out.shape[1] >= (groups + 1) * G:
-        groups += 1
     for g in range(groups):
         for j in range(PAIRS):
             z0, z1 = normal_pair(rkey, PAIRS * g + j, scale)
             out[r, G * g + j] = z0
             out[r, G * g + PAIRS + j] = z1
+
+
+@njit(**INLINE_FLAGS)
+def fill_padded(rkey, out, r, scale, d):
+    """out[r, k] = scale * z_k for k < d and 0 past d to the end of d's last group, which
+    the row must hold (Batch's noise rows: whole groups): whole groups only. Inlined where
+    the step kernels draw a node's row (kernels/steps.py): fill_normals' call cost about
+    20 ns a row (AMD Zen 4: rows of d = 16 took 40 ns called, 21 inlined), and a partial
+    group of 1 or 2 pairs drawn whole costs less than that."""
+    G = 2 * PAIRS
+    groups = -(-d // G)
+    fill_groups(rkey, out, r, scale, groups)
+    for k in range(d, groups * G):  # a partial group drawn whole: zeros past d
+        out[r, k] = 0.0
+
+
+@njit(**NJIT_FLAGS)
+def fill_normals(rkey, out, r, scale, d):
+    """out[r, k] = scale * z_k for k < d, the row with key rkey, in whole groups of 2 PAIRS
+    coordinates. A partial last group is drawn whole where it needs WHOLE_FROM pairs or more
+    and the row has room for it (as fill_padded: zeros past d); otherwise only the pairs its
+    coordinates < d need, one at a time. Either way coordinate k's value does not depend on
+    d or the row's width (tests/kernels/test_rng.py)."""
+    G = 2 * PAIRS
+    groups = d // G
+    if min(PAIRS, d - G * groups) >= WHOLE_FROM and out.shape[1] >= (groups + 1) * G:
+        groups += 1  # fill_padded's work, with one copy of the group loop here
+    fill_groups(rkey, out, r, scale, groups)
     for k in range(d, groups * G):  # a partial group drawn whole: zeros past d
         out[r, k] = 0.0
     k0, m0 = G * groups, PAIRS * groups

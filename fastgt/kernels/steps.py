@@ -65,7 +65,7 @@ from .matching import draw_matching, matching_key
 from .mixing import add_row, block_range, chain_row, reduce_blocks, zero_rows
 from .oracles import GAUSSIAN, STRUCTURED, CellOracle, Node, draw_shared
 from .pointers import pointer
-from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
+from .rng import STREAM_NOISE, fill_padded, row_key, step_key, stream_key
 from .specialize import template
 from .temporal import SHARED_ROWS, tile
 
@@ -165,7 +165,7 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
                     v, u = uv[c, 0, i], uv[c, 1, i]
                 key = row_key(tkey, i)
                 if draw and kind == GAUSSIAN:
-                    fill_normals(key, co.N, b, sc, d)
+                    fill_padded(key, co.N, b, sc, d)
                 row(view, cm, co, Node(i, b, rn, v, u, key, tkey), last)
                 if sums:
                     for a in range(nm):

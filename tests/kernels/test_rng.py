@@ -21,6 +21,7 @@ from fastgt.kernels.rng import (
     STREAM_X0,
     WHOLE_FROM,
     fill_normals,
+    fill_padded,
     row_key,
     step_key,
     stream_key,
@@ -130,6 +131,20 @@ def test_value_does_not_depend_on_row_width():
             np.testing.assert_array_equal(row[0, d:end], 0.0)
             assert np.all(np.isnan(row[0, end:]))
     assert whole == 3 * 13  # d % 16 in 3..15, below 48: drawn whole in the wide rows
+
+
+def test_padded_rows_as_the_steps_draw_them():
+    """fill_padded (the step kernels' draw into a noise row of whole groups) gives the values
+    of fill_normals, zeros past d to the end of d's last group, and nothing beyond."""
+    full = np.empty((1, 64))
+    fill_normals(np.uint64(3), full, 0, 1.0, 64)
+    for d in range(1, 49):
+        row = np.full((1, 64), np.nan)
+        fill_padded(np.uint64(3), row, 0, 1.0, d)
+        end = -(-d // 16) * 16
+        np.testing.assert_array_equal(row[0, :d], full[0, :d])
+        np.testing.assert_array_equal(row[0, d:end], 0.0)
+        assert np.all(np.isnan(row[0, end:]))
 
 
 def test_no_correlation_between_steps_seeds_and_streams():

@@ -25,7 +25,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from fastgt.kernels.rng import fill_normals, row_key, step_key, stream_key
+from fastgt.kernels.rng import fill_padded, row_key, step_key, stream_key
 
 #: bytes streamed per element and step: each state array read and/or written once (ATC-GT:
 #: two passes; centralized: D-SGD's)
@@ -37,13 +37,14 @@ LLC_BYTES = 32 * 2**20  # treat states below this as cache resident
 @njit(parallel=True, cache=True)
 def _normals(out, rows, parts, seed):
     """``rows`` rows of normals, each thread writing them into its own few rows of ``out``
-    (cache resident: this measures the generator, not the memory it would write to)."""
+    (cache resident: this measures the generator, not the memory it would write to), drawn
+    as the step kernels draw a node's row (fill_padded, inlined: no call per row)."""
     tkey = step_key(stream_key(seed, 0), 0)
     own = out.shape[0] // parts
     per = -(-rows // parts)
     for p in prange(parts):
         for i in range(p * per, min(rows, (p + 1) * per)):
-            fill_normals(row_key(tkey, i), out, p * own + i % own, 1.0, out.shape[1])
+            fill_padded(row_key(tkey, i), out, p * own + i % own, 1.0, out.shape[1])
 
 
 @njit(parallel=True, cache=True, fastmath={"contract"})

@@ -6,7 +6,8 @@
 Rows of d normals (whole groups of 16 coordinates), 1 thread, cache resident, four ways
 in the same process, taking turns in every repeat:
 
-- fastgt: kernels/rng.py's fill_normals, as every step kernel draws a row;
+- fastgt: kernels/rng.py's fill_normals, called per row (the steps inline its group loop,
+  fill_padded);
 - 4-pair bodies: the same bits (checked), the row as one loop over vectors of 4 pairs
   (one 256-bit vector of doubles) with the counter advanced by addition, where fastgt's
   loop body holds a group's 8 pairs (twice the live values: LLVM spills some);
@@ -17,14 +18,16 @@ in the same process, taking turns in every repeat:
 
 Reports ns per normal (median and min) and fastgt / variant (> 1: the variant is faster).
 
---tail: a d that is no multiple of 16, fastgt's fill_normals into rows exactly d wide
-(the partial last group's pairs drawn one at a time) against rows padded to whole groups
-(as Batch's noise rows are: the group drawn whole in the vector loop, zeros past d), the
-values at coordinates < d checked equal; ns per row and exact / padded.
 Issue 18's item 3 asked for a cheaper transform on CPUs with a 256-bit datapath; a change
 of bits needs a second, selectable stream and every theory check run again, so a variant
 has to pay for that here and, above all, in whole steps (bench_steps.py --against), where
 the draw is one part of a row's update.
+
+--tail: rows of d normals for any d, as the step kernels drew them before 2026-11-27
+(fill_normals, called per row, into rows d wide: a partial last group pair by pair)
+against as they draw them now (fill_padded, inlined, into rows of whole groups: the
+partial group whole, zeros past d), the values at coordinates < d checked equal; ns per
+row and called / inlined.
 """
 
 from __future__ import annotations
@@ -130,31 +133,34 @@ def tail(args) -> None:
     from fastgt.config import NJIT_FLAGS
     from fastgt.kernels import rng as R
 
-    @njit(**NJIT_FLAGS)
-    def draw(out, count, key, d):
-        for i in range(count):
-            R.fill_normals(R.row_key(key, i), out, i % out.shape[0], 1.0, d)
+    def per_row(fill):
+        @njit(**NJIT_FLAGS)
+        def draw(out, count, key, d):
+            for i in range(count):
+                fill(R.row_key(key, i), out, i % out.shape[0], 1.0, d)
+        return draw
 
+    ways = {"called": per_row(R.fill_normals), "inlined": per_row(R.fill_padded)}
     numba.set_num_threads(1)
     key, table = np.uint64(7), []
     for d in args.d:
-        rows = {"exact": np.zeros((16, d)), "padded": np.zeros((16, -(-d // 16) * 16))}
-        for out in rows.values():
-            draw(out, 16, key, d)
-        if not np.array_equal(rows["exact"], rows["padded"][:, :d]):
-            raise SystemExit(f"d = {d}: the padded rows' values differ")
+        rows = {"called": np.zeros((16, d)), "inlined": np.zeros((16, -(-d // 16) * 16))}
+        for k, out in rows.items():
+            ways[k](out, 16, key, d)
+        if not np.array_equal(rows["called"], rows["inlined"][:, :d]):
+            raise SystemExit(f"d = {d}: the two ways' values differ")
         secs = {k: [] for k in rows}
         for _ in range(args.repeats):
             for k, out in rows.items():
                 t = time.perf_counter()
-                draw(out, args.rows, key, d)
+                ways[k](out, args.rows, key, d)
                 secs[k].append((time.perf_counter() - t) / args.rows * 1e9)
         med = {k: statistics.median(v) for k, v in secs.items()}
         table.append([str(d), *(f"{med[k]:.1f} ({min(secs[k]):.1f})" for k in rows),
-                      f"{med['exact'] / med['padded']:.2f}x"])
+                      f"{med['called'] / med['inlined']:.2f}x"])
     print(common.machine_line(common.machine_info()) + f"numba {numba.__version__}\n")
-    print(common.markdown_table(["d", "exact rows ns / row", "padded rows ns / row",
-                                 "exact / padded"], table))
+    print(common.markdown_table(["d", "fill_normals called ns / row",
+                                 "fill_padded inlined ns / row", "called / inlined"], table))
     print(f"\n{args.rows} rows per block, median (min) of {args.repeats} interleaved "
           "repeats, 1 thread; the same values at coordinates < d.")
 
@@ -167,7 +173,7 @@ def main():
     ap.add_argument("--rows", type=int, default=100_000, help="rows per timed block")
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--tail", action="store_true",
-                    help="rows exactly d wide against rows padded to whole groups")
+                    help="any d: fill_normals called against fill_padded inlined")
     args = ap.parse_args()
     if args.rows < 1 or args.repeats < 1:
         raise SystemExit("--rows and --repeats must be at least 1")

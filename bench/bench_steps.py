@@ -531,7 +531,7 @@ def case_id(case: dict) -> str:
     return " ".join(map(str, case_key(case)))
 
 
-def ab_run(case: dict, W, steps: int, threads: int, record_every: int, d: int = D):
+def ab_run(case: dict, W, steps: int, threads: int, record_every: int, d: int):
     import fastgt
 
     setup = case["setup"]

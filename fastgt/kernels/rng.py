@@ -209,15 +209,9 @@ def normal_pair(rkey, m, scale):
     return rotated(radius(u1, scale), q, sn, cs)
 
 
-#: a partial last group of a row that needs this many pairs or more is drawn whole where
-#: the row has room (fill_normals): a pair drawn on its own cost about 7.5 ns, the 8 of a
-#: group in the vector loop about 19 (AMD Zen 4, `bench/bench_generator.py --tail`)
-WHOLE_FROM = 3
-
-
 @njit(**INLINE_FLAGS)
 def fill_groups(rkey, out, r, scale, groups):
-    """out[r, :16 groups] = scale * z_k, the row's first ``groups`` whole groups (the loop
+    """out[r, :16 * groups] = scale * z_k, the row's first ``groups`` whole groups (the loop
     LLVM vectorizes over a group's PAIRS pairs)."""
     G = 2 * PAIRS
     for g in range(groups):
@@ -230,33 +224,30 @@ def fill_groups(rkey, out, r, scale, groups):
 @njit(**INLINE_FLAGS)
 def fill_padded(rkey, out, r, scale, d):
     """out[r, k] = scale * z_k for k < d and 0 past d to the end of d's last group, which
-    the row must hold (Batch's noise rows: whole groups): whole groups only. Inlined where
-    the step kernels draw a node's row (kernels/steps.py): fill_normals' call cost about
-    20 ns a row (AMD Zen 4: rows of d = 16 took 40 ns called, 21 inlined), and a partial
-    group of 1 or 2 pairs drawn whole costs less than that."""
+    the row must hold (Batch's noise rows are whole groups; nothing checks it, so a shorter
+    row would be overwritten past its end): whole groups only, one loop. The step kernels
+    inline it to draw a node's row (kernels/steps.py): fill_normals' call cost about 20 ns
+    a row, and its pair-by-pair loops for a partial group about 7.5 ns a pair where the
+    whole group costs about 19 (AMD Zen 4: `bench/bench_generator.py --tail`)."""
     G = 2 * PAIRS
     groups = -(-d // G)
     fill_groups(rkey, out, r, scale, groups)
-    for k in range(d, groups * G):  # a partial group drawn whole: zeros past d
+    for k in range(d, groups * G):  # the partial group's coordinates past d
         out[r, k] = 0.0
 
 
 @njit(**NJIT_FLAGS)
 def fill_normals(rkey, out, r, scale, d):
-    """out[r, k] = scale * z_k for k < d, the row with key rkey, in whole groups of 2 PAIRS
-    coordinates. A partial last group is drawn whole where it needs WHOLE_FROM pairs or more
-    and the row has room for it (as fill_padded: zeros past d); otherwise only the pairs its
-    coordinates < d need, one at a time. Either way coordinate k's value does not depend on
-    d or the row's width (tests/kernels/test_rng.py)."""
+    """out[r, k] = scale * z_k for k < d, the row with key rkey: whole groups of 2 PAIRS
+    coordinates, then only the pairs a partial last group needs, one at a time; the row
+    past d is left as it is (any width from d). A call, for the draws outside the steps'
+    rows (the initial point, initial gradients, Setup B's shared draw); coordinate k's value
+    is fill_padded's (tests/kernels/test_rng.py)."""
     G = 2 * PAIRS
-    groups = d // G
-    if min(PAIRS, d - G * groups) >= WHOLE_FROM and out.shape[1] >= (groups + 1) * G:
-        groups += 1  # fill_padded's work, with one copy of the group loop here
-    fill_groups(rkey, out, r, scale, groups)
-    for k in range(d, groups * G):  # a partial group drawn whole: zeros past d
-        out[r, k] = 0.0
-    k0, m0 = G * groups, PAIRS * groups
-    both = max(0, d - k0 - PAIRS)  # pairs of a partial group whose z1 is needed too
+    full = d // G
+    fill_groups(rkey, out, r, scale, full)
+    k0, m0 = G * full, PAIRS * full
+    both = max(0, d - k0 - PAIRS)  # pairs of the partial group whose z1 is needed too
     for j in range(both):
         z0, z1 = normal_pair(rkey, m0 + j, scale)
         out[r, k0 + j] = z0

@@ -14,8 +14,10 @@ and read by field name:
              (C, r, d) or (C, 0, d); what each holds is said in the algorithm's module
              docstring (D-SGD leaves S2 unused). r >= n rows (the rows past n, zero, only
              space the buffers: Batch.rows)
-             scratch (C, nb, >= d): a noise row per block; grads (C, nb, d): a gradient row
-             per block (an update that calls grad_row writes there, Node.b); part
+             scratch (C, nb, >= 16 ceil(d / 16) of the oracle's d): a noise row per
+             block, whole generator groups (rng.fill_padded writes them); grads
+             (C, nb, d): a gradient row per block (an update that calls grad_row writes
+             there, Node.b); part
              (C, nb, 2, d) and means (C, 2, d): block column sums and column means of the
              mixed arrays (d here is the padded row width, Batch.dp; the oracle's d is the
              problem's)
@@ -45,8 +47,9 @@ and read by field name:
 
 Rows are d coordinates padded with zeros to a whole number of cache lines (state, sums,
 and the problem's A and B alike): every row then starts on a line and every loop over a
-row runs whole vectors. Noise is drawn for the d coordinates only, so the padding stays
-exactly zero and changes no value of the others.
+row runs whole vectors. Noise is drawn for the d coordinates only (a noise row's
+coordinates past d are written as zeros), so the padding stays exactly zero and changes
+no value of the others.
 
 Buffers come in pairs, ``[:, cur]`` current and ``[:, 1 - cur]`` next; ``run_steps``
 returns the new ``cur``. One step of one cell is: the shared draw, then every row block

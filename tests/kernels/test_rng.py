@@ -19,7 +19,6 @@ from fastgt.kernels.rng import (
     POLY_ERROR,
     STREAM_NOISE,
     STREAM_X0,
-    WHOLE_FROM,
     fill_normals,
     fill_padded,
     row_key,
@@ -114,37 +113,23 @@ def test_box_muller_transform_matches_numpy(width):
 
 
 def test_value_does_not_depend_on_row_width():
-    """Filling d coordinates (every partial-group size) gives a prefix of the full row, in
-    a row d wide (a partial group's pairs one at a time) as in a wider one, where a partial
-    group of WHOLE_FROM pairs or more is drawn whole: zeros past d to the group's end, the
-    rest of the padding untouched."""
-    full = np.empty((1, 64))
-    fill_normals(np.uint64(3), full, 0, 1.0, 64)
-    whole = 0
-    for d in range(1, 49):
-        for width in (d, 48):
-            row = np.full((1, width), np.nan)
-            fill_normals(np.uint64(3), row, 0, 1.0, d)
-            np.testing.assert_array_equal(row[0, :d], full[0, :d])
-            end = -(-d // 16) * 16 if d % 16 >= WHOLE_FROM and width == 48 else d
-            whole += end > d
-            np.testing.assert_array_equal(row[0, d:end], 0.0)
-            assert np.all(np.isnan(row[0, end:]))
-    assert whole == 3 * 13  # d % 16 in 3..15, below 48: drawn whole in the wide rows
-
-
-def test_padded_rows_as_the_steps_draw_them():
-    """fill_padded (the step kernels' draw into a noise row of whole groups) gives the values
-    of fill_normals, zeros past d to the end of d's last group, and nothing beyond."""
+    """Filling d coordinates (every partial-group size) gives a prefix of the full row at
+    every row width from d, fill_normals leaving the row past d untouched, fill_padded (the
+    steps' draw, rows of whole groups) writing zeros past d to its last group's end and
+    nothing beyond; the rows are views of a wider array, so a write past a row shows."""
     full = np.empty((1, 64))
     fill_normals(np.uint64(3), full, 0, 1.0, 64)
     for d in range(1, 49):
-        row = np.full((1, 64), np.nan)
-        fill_padded(np.uint64(3), row, 0, 1.0, d)
         end = -(-d // 16) * 16
-        np.testing.assert_array_equal(row[0, :d], full[0, :d])
-        np.testing.assert_array_equal(row[0, d:end], 0.0)
-        assert np.all(np.isnan(row[0, end:]))
+        for width in range(d, 49):
+            for fill, stop in ((fill_normals, d), (fill_padded, end)):
+                if stop > width:
+                    continue  # fill_padded needs the row to hold d's last group
+                buf = np.full((1, 64), np.nan)
+                fill(np.uint64(3), buf[:, :width], 0, 1.0, d)
+                np.testing.assert_array_equal(buf[0, :d], full[0, :d])
+                np.testing.assert_array_equal(buf[0, d:stop], 0.0)
+                assert np.all(np.isnan(buf[0, stop:]))
 
 
 def test_no_correlation_between_steps_seeds_and_streams():
@@ -252,3 +237,27 @@ def test_initial_gradients_same_bits_for_any_block_count(kind):
     assert np.all(outs[0] != 0)
     for G in outs[1:]:
         np.testing.assert_array_equal(outs[0], G)
+
+
+@pytest.mark.parametrize("d", [17, 18, 20, 100])
+def test_steps_draw_the_noise_stochastic_grads_draws(d):
+    """The step kernels draw a node's gaussian noise inlined (fill_padded, the partial last
+    group whole), the initial and recomputed gradients through fill_normals (pair by pair):
+    GT's stored G(T) equals, to the bit and on any CPU, stochastic_grads at X(T) and step T
+    (d = 17, 18: a partial group of 1 and 2 pairs, 20: of 4)."""
+    from fastgt.algorithms import Batch, Cell
+    from fastgt.problems import make_noise
+
+    n, steps, seed, gamma, sigma2 = 6, 3, 5, 0.05, 0.7
+    W = fastgt.topology("ring", n=n)
+    prob = fastgt.problem("hetero_quadratic", zeta=1.0)
+    res = fastgt.run(algorithm="gt", topology=W, problem=prob, noise="gaussian",
+                     sigma2=sigma2, d=d, stepsize=gamma, steps=steps, seed=seed)
+    b = Batch([Cell(W, make_noise("gaussian", sigma2, d, W), gamma, seed, None)],
+              prob.build(n, d), None, 1, None)
+    X = np.zeros((b.rows, b.dp))
+    X[:n, :d] = res.state["X"]
+    G = np.zeros_like(X)
+    b.grads(steps, b.used(X), b.used(G), 0)
+    assert np.all(G[:n, :d] != 0)
+    np.testing.assert_array_equal(G[:n, :d], res.state["G"])

@@ -40,3 +40,14 @@ def test_refused_is_what_run_refuses(algorithm, topology):
 
 def test_d2_refused_on_the_bench_torus():  # the case that must skip (lambda_n = -0.6)
     assert bench_steps.refused("d2", bench_steps.build_topology("torus", 12))
+
+
+def test_d_is_an_ab_option():
+    """--d changes the A/B children's dimension only: refused without --against (the tables
+    against the baselines are at d = D) and below 1, each with exit 2."""
+    assert bench_steps.parse_args(["--against", "HEAD", "--d", "20"]).d == 20
+    assert bench_steps.parse_args([]).d == bench_steps.D
+    for argv in (["--d", "20"], ["--against", "HEAD", "--d", "0"]):
+        with pytest.raises(SystemExit) as exc:
+            bench_steps.parse_args(argv)
+        assert exc.value.code == 2

@@ -53,7 +53,8 @@ def measure(args) -> None:
     numba.set_num_threads(args.threads_now)
     if args.min_bytes is not None:  # where passes begin (kernels/temporal.py)
         from fastgt.kernels import temporal
-        temporal.MIN_BYTES = temporal.BAND_BYTES = temporal.SHORT_BYTES = args.min_bytes[0]
+        for name in ("MIN_BYTES", "BAND_BYTES", "SHORT_BYTES", "WIDE_BYTES"):
+            setattr(temporal, name, args.min_bytes[0])
     by_cells = False  # one cell: its rows in parallel
 
     def per_step(algo, batch, arrays, cur, t, k):
@@ -108,8 +109,7 @@ def main(argv=None) -> None:
                     default=[3000])
     ap.add_argument("--min-bytes", "--min_bytes", dest="min_bytes", type=common.int_list,
                     help="plan passes from this many bytes of a state array, whatever its "
-                         "rows' bandwidth below a block's (default: kernels/temporal.py's "
-                         "least_bytes)")
+                         "rows' bandwidth (default: kernels/temporal.py's least_bytes)")
     ap.add_argument("--dtype", type=lambda s: s.split(","), default=["float64"],
                     help="the state's element type: float64 or float32")
     ap.add_argument("--quick", action="store_true",

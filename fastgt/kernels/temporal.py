@@ -13,6 +13,8 @@ rows themselves are computed as step by step: the same bits.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 from numba import njit
 
@@ -26,8 +28,8 @@ LEVELS_MAX = SHARED_ROWS - 1
 
 #: passes are planned for a state array (one cell's n rows) of at least MIN_BYTES where
 #: every row's neighbours are within 1/NARROW of a block's rows (a ring), BAND_BYTES where
-#: they are within a block's rows (a torus in whole grid rows), WIDE_BYTES where they are
-#: further (a torus as a grid: the state must be far beyond the last-level cache to gain),
+#: they are within a block's rows (a torus in whole grid rows), wide_bytes() where they are
+#: further (a torus as a grid: the state must be beyond the last-level cache to gain),
 #: and SHORT_BYTES for rows shorter than SHORT_ROW bytes (their per-row costs, not memory,
 #: bound a step); LEVELS steps a pass, in blocks of about BLOCK_BYTES of a state array's
 #: rows (or the bandwidth, if more: for a grid, blocks of GRID_BLOCK_BYTES of a grid row,
@@ -35,8 +37,10 @@ LEVELS_MAX = SHARED_ROWS - 1
 #: rings at d = 64 to 200 gained 1.00-1.52x from MIN_BYTES = 16 blocks on 1 and 2
 #: threads, but lost on 2 threads with gaussian noise below it (fewer blocks than two
 #: trapezoids of 2 levels x the reach each: one thread took a pass); tori of 1500 to
-#: 4000 nodes in whole grid rows 0.86-1.35x, tori of 10^4 to 10^5 nodes as grids 0.92-1.19x, of 10^6 nodes 1.55-1.78x;
-#: rings at d = 10 0.92-1.26x up to 13 MB
+#: 4000 nodes in whole grid rows 0.86-1.35x, tori of 10^4 to 10^5 nodes as grids 0.92-1.19x
+#: on an Intel Xeon whose last-level cache held them (its 10^6 nodes: 1.55-1.78x) but
+#: 1.17-1.57x on an AMD Zen 4 with a 32 MB L3 (26 and 72 MB a state array, noiseless and
+#: Setup B, 1 and 2 threads); rings at d = 10 0.92-1.26x up to 13 MB
 BLOCK_BYTES = 64 << 10
 MIN_BYTES = 16 * BLOCK_BYTES
 NARROW = 8
@@ -46,6 +50,34 @@ SHORT_BYTES = 32 << 20
 SHORT_ROW = 512
 LEVELS = 4
 GRID_BLOCK_BYTES = 8 << 10
+#: where the CPU's caches are described (Linux), and the suffixes of their sizes there
+CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+@cache
+def llc_bytes() -> int | None:
+    """The size of this CPU's last-level cache (the highest level of cpu0's caches in
+    sysfs), None where the system does not say."""
+    best = (0, None)
+    for index in CACHES.glob("index*"):
+        try:
+            level = int((index / "level").read_text())
+            text = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        num, unit = (text[:-1], UNITS[text[-1]]) if text[-1:] in UNITS else (text, 1)
+        if num.isdigit() and level >= best[0]:
+            best = (level, int(num) * unit)
+    return best[1]
+
+
+def wide_bytes() -> int:
+    """The least state array a torus taken as a grid goes in passes from: half the
+    last-level cache where that is less than WIDE_BYTES (a cell's 3-5 arrays are then
+    beyond it), but not under BAND_BYTES; WIDE_BYTES where the cache is not known."""
+    llc = llc_bytes()
+    return WIDE_BYTES if not llc else min(WIDE_BYTES, max(BAND_BYTES, llc // 2))
 
 
 @njit(**INLINE_FLAGS)
@@ -188,7 +220,7 @@ def least_bytes(row_bytes: int, bw: int, rows: int) -> int:
     """The smallest state array that passes of blocks of ``rows`` rows pay for, rows of
     ``row_bytes`` bytes whose neighbours are up to ``bw`` rows away (thresholds above)."""
     if bw > rows:
-        return WIDE_BYTES
+        return wide_bytes()
     if row_bytes < SHORT_ROW:
         return SHORT_BYTES
     return MIN_BYTES if bw * NARROW <= rows else BAND_BYTES

@@ -130,7 +130,7 @@ def test_plan_is_step_by_step_where_passes_do_not_hold():
         assert batch.plan == Plan(1, int(fastgt.kernels.mixing.n_blocks(W.n)))
     # by itself: rings of 512-byte rows (d = 64) from MIN_BYTES a state array, of 64-byte
     # rows (d = 8) from SHORT_BYTES, a torus in whole grid rows (64 columns, half a block's
-    # rows) from BAND_BYTES, a torus in a grid from WIDE_BYTES
+    # rows) from BAND_BYTES, a torus in a grid from wide_bytes()
     for d, size in ((64, temporal.MIN_BYTES), (8, temporal.SHORT_BYTES)):
         row = 8 * d
         ring = fastgt.topology("ring", n=size // row)
@@ -144,14 +144,41 @@ def test_plan_is_step_by_step_where_passes_do_not_hold():
         plan_ = _batch(torus, "none", None, problem="quadratic", d=64).plan
         assert plan_.levels == levels and plan_.width == 1
     cols = 2 * temporal.BLOCK_BYTES // 512  # grid rows longer than a block's rows
-    for rows, levels in ((temporal.WIDE_BYTES // 512 // cols, temporal.LEVELS),
-                         (temporal.WIDE_BYTES // 512 // cols - 1, 1)):
+    for rows, levels in ((temporal.wide_bytes() // 512 // cols, temporal.LEVELS),
+                         (temporal.wide_bytes() // 512 // cols - 1, 1)):
         torus = fastgt.topology("torus", rows=rows, cols=cols)
         plan_ = _batch(torus, "none", None, problem="quadratic", d=64).plan
         assert plan_.levels == levels and plan_.width == (1 if levels == 1 else cols // 16)
     ring = fastgt.topology("ring", n=64)
     with pytest.raises(ValueError, match="levels"):
         _batch(ring, "none", (temporal.LEVELS_MAX + 1, 4))
+
+
+def test_grids_go_in_passes_beyond_the_last_level_cache(tmp_path, monkeypatch):
+    """A torus as a grid goes in passes from half the last-level cache a state array (read
+    from sysfs: the highest level's size), within BAND_BYTES to WIDE_BYTES; WIDE_BYTES
+    where the size is not known."""
+    def caches(*entries):
+        temporal.llc_bytes.cache_clear()
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        for k, (level, size) in enumerate(entries):
+            (folder / f"index{k}").mkdir(parents=True)
+            (folder / f"index{k}" / "level").write_text(f"{level}\n")
+            (folder / f"index{k}" / "size").write_text(f"{size}\n")
+        monkeypatch.setattr(temporal, "CACHES", folder)
+        return temporal.llc_bytes(), temporal.wide_bytes()
+
+    monkeypatch.setattr(temporal, "WIDE_BYTES", 128 << 20)
+    monkeypatch.setattr(temporal, "BAND_BYTES", 8 << 20)
+    try:
+        assert caches((1, "48K"), (1, "32K"), (2, "1024K"), (3, "32768K")) == (32 << 20,
+                                                                            16 << 20)
+        assert caches((3, "4M"), (2, "2048K")) == (4 << 20, 8 << 20)  # BAND_BYTES at least
+        assert caches((2, "2M"), (3, "1G")) == (1 << 30, 128 << 20)  # WIDE_BYTES at most
+        assert caches((1, "48K"), (3, "garbled")) == (48 << 10, 8 << 20)
+        assert caches() == (None, 128 << 20)  # nothing said
+    finally:
+        temporal.llc_bytes.cache_clear()
 
 
 def test_bandwidth_and_reach():

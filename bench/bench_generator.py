@@ -63,6 +63,21 @@ def low_degree():
     return S, C, max(es, ec)
 
 
+def per_row(fill):
+    """A compiled loop drawing ``count`` rows by ``fill`` (a row's draw, called or inlined),
+    row i from the key's row i, into the rows of ``out`` in turn."""
+    from numba import njit
+
+    from fastgt.config import NJIT_FLAGS
+    from fastgt.kernels import rng as R
+
+    @njit(**NJIT_FLAGS)
+    def draw(out, count, key, scale, d):
+        for i in range(count):
+            fill(R.row_key(key, i), out, i % out.shape[0], scale, d)
+    return draw
+
+
 def kernels(S, C):
     from numba import njit
 
@@ -112,13 +127,6 @@ def kernels(S, C):
                 c += lanes_golden
         return fill
 
-    def per_row(fill):
-        @njit(**NJIT_FLAGS)
-        def draw(out, count, key, scale, d):
-            for i in range(count):
-                fill(R.row_key(key, i), out, i % out.shape[0], scale, d)
-        return draw
-
     exact, cheap = pair_of(False), pair_of(True)
     ways = {"fastgt": per_row(R.fill_normals), "4-pair bodies": per_row(vectors(exact)),
             "4-term sin/cos": per_row(groups(cheap)), "both": per_row(vectors(cheap))}
@@ -128,17 +136,8 @@ def kernels(S, C):
 def tail(args) -> None:
     """--tail (module doc)."""
     import numba
-    from numba import njit
 
-    from fastgt.config import NJIT_FLAGS
     from fastgt.kernels import rng as R
-
-    def per_row(fill):
-        @njit(**NJIT_FLAGS)
-        def draw(out, count, key, d):
-            for i in range(count):
-                fill(R.row_key(key, i), out, i % out.shape[0], 1.0, d)
-        return draw
 
     ways = {"called": per_row(R.fill_normals), "inlined": per_row(R.fill_padded)}
     numba.set_num_threads(1)
@@ -146,14 +145,14 @@ def tail(args) -> None:
     for d in args.d:
         rows = {"called": np.zeros((16, d)), "inlined": np.zeros((16, -(-d // 16) * 16))}
         for k, out in rows.items():
-            ways[k](out, 16, key, d)
+            ways[k](out, 16, key, 1.0, d)
         if not np.array_equal(rows["called"], rows["inlined"][:, :d]):
             raise SystemExit(f"d = {d}: the two ways' values differ")
         secs = {k: [] for k in rows}
         for _ in range(args.repeats):
             for k, out in rows.items():
                 t = time.perf_counter()
-                ways[k](out, args.rows, key, d)
+                ways[k](out, args.rows, key, 1.0, d)
                 secs[k].append((time.perf_counter() - t) / args.rows * 1e9)
         med = {k: statistics.median(v) for k, v in secs.items()}
         table.append([str(d), *(f"{med[k]:.1f} ({min(secs[k]):.1f})" for k in rows),

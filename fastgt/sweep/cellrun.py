@@ -22,10 +22,10 @@ from ..theory import THEORY_COLUMNS
 
 #: thread-count variables of numba and the BLAS/OpenMP libraries, set in every worker
 THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-#: summary entries of a run copied into the cell row (besides the METRICS plateaus and finals)
-#: the summary's keys a cell's row copies as they are: rounding_limited, a float32 cell's
-#: metrics that its rounding may dominate (None for float64), and growing, what fastgt.run
-#: warns of an ok cell whose loss_nodes grew to its end
+#: the summary's keys a cell's row copies as they are (besides the METRICS plateaus and
+#: finals): among them rounding_limited, a float32 cell's metrics that its rounding may
+#: dominate (None for float64), and growing, what fastgt.run warns of an ok cell whose
+#: loss_nodes grew to its end
 SUMMARY_KEYS = ("status", "diverged_step", "steps_done", "loop_time", "steps_per_s", "threads",
                 "rounding_limited", "growing")
 SPECTRUM_KEYS = ("lambda2", "lambda_n", "p", "c", "p_eff")

@@ -78,8 +78,11 @@ class Claims:
             self._write_claim(token, self.held[token], state)
 
     def release(self, token: str) -> None:
-        if self.held.pop(token, None) is not None:
+        """Remove a claim this process holds: its file first, then the token, so that a
+        Ctrl-C between the two leaves the token to release_all (removing it is idempotent)."""
+        if token in self.held:
             self._rm(f"{self.root}/claims/{token}")
+            del self.held[token]
 
     def release_all(self) -> None:
         for token in list(self.held):

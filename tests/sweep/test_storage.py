@@ -205,6 +205,26 @@ def test_claims_are_exclusive_per_cell(tmp_path, where):
     assert a.claims() == {}
 
 
+def test_a_release_interrupted_leaves_the_claim_to_release_all(tmp_path, monkeypatch):
+    """Ctrl-C inside release (a flush's, mid-sweep) before the claim's file is gone: the
+    sweep's last release_all still removes it (a cell is never left claimed by a sweep
+    that stopped)."""
+    store = Store(tmp_path)
+    token, _ = store.claim(["c1"])
+    rm = store._rm
+
+    def interrupted(path):
+        monkeypatch.setattr(store, "_rm", rm)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store, "_rm", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store.release(token)
+    assert list(store.claims()) == [token]
+    store.release_all()
+    assert store.claims() == {}
+
+
 def test_stale_claims_are_retaken_live_ones_are_not(tmp_path):
     store = Store(tmp_path)
     host = socket.gethostname()

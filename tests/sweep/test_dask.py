@@ -1,5 +1,6 @@
 """The Dask executor on a real LocalCluster bound to 127.0.0.1 (results to memory://)."""
 
+import logging
 import os
 import sys
 import uuid
@@ -11,7 +12,7 @@ from click.testing import CliRunner
 import fastgt
 from fastgt.cli.sweep import grid as grid_cmd
 from fastgt.errors import FastGTError
-from fastgt.sweep.backends import DaskBackend
+from fastgt.sweep.backends import DaskBackend, quiet_interrupted_sync
 from fastgt.sweep.grid import load_spec
 from fastgt.sweep.storage import Store, load
 
@@ -68,6 +69,57 @@ def test_ctrl_c_to_the_process_group_prints_the_drivers_line_only(tmp_path):
     assert len(err.splitlines()) == 1 and err.startswith("interrupted: the "), err
 
 
+def _interrupted_sync_records(filtered: bool) -> list:
+    """Ctrl-C (SIGINT to the main thread) while distributed's ``sync`` waits for a call the
+    busy event loop has not started: the records its ``tornado.application`` logger passes
+    on, with ``quiet_interrupted_sync`` installed or not."""
+    import asyncio
+    import signal
+    import threading
+    import time
+
+    from distributed.utils import LoopRunner, sync
+
+    records: list = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    log = logging.getLogger("tornado.application")
+    log.addHandler(handler)
+    if filtered:
+        log.addFilter(quiet_interrupted_sync)
+    runner = LoopRunner(asynchronous=False)
+    runner.start()
+    try:
+        runner.loop.add_callback(time.sleep, 0.3)  # the loop busy
+        threading.Timer(0.05, signal.pthread_kill,
+                        (threading.main_thread().ident, signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            sync(runner.loop, asyncio.sleep, 1.0)
+        time.sleep(0.5)  # the loop runs sync's cancel callback
+    finally:
+        runner.stop()
+        log.removeHandler(handler)
+        log.removeFilter(quiet_interrupted_sync)
+    return records
+
+
+def test_ctrl_c_during_a_sync_call_logs_no_traceback():
+    """distributed 2026.8's sync() logs a NameError from its cancel callback when Ctrl-C
+    lands before the awaited call started (this reproduces it); the driver's filter drops
+    that record, and keeps any other error, a NameError raised elsewhere included."""
+    raw = [r for r in _interrupted_sync_records(filtered=False) if r.exc_info]
+    assert all(not quiet_interrupted_sync(r) for r in raw)  # NameErrors of sync's cancel
+    assert _interrupted_sync_records(filtered=True) == []
+    for err in (NameError("name 'future' is not defined"), ValueError("a task's error")):
+        try:
+            raise err
+        except (NameError, ValueError) as caught:
+            record = logging.LogRecord("tornado.application", logging.ERROR, __file__, 0,
+                                       "Exception in callback", None,
+                                       (type(caught), caught, caught.__traceback__))
+        assert quiet_interrupted_sync(record)
+
+
 def test_local_cluster_is_loopback_only_with_enforced_threads():
     before = dict(os.environ)
     backend = DaskBackend("local", workers=1, threads=1)
@@ -75,6 +127,7 @@ def test_local_cluster_is_loopback_only_with_enforced_threads():
         assert backend.client.scheduler.address.startswith("tcp://127.0.0.1:")
         assert all(a.startswith("tcp://127.0.0.1:") for a in backend.client.nthreads())
         assert list(backend.client.nthreads().values()) == [1]
+        assert quiet_interrupted_sync in logging.getLogger("tornado.application").filters
         # the scheduler's HTTP endpoint (no bokeh dashboard is asked for) listens on loopback
         socks = backend.cluster.scheduler.http_server._sockets.values()
         assert socks and all(s.getsockname()[0] == "127.0.0.1" for s in socks)

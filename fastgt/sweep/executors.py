@@ -23,7 +23,7 @@ from ..runtime import signals_deferred
 from .backends import LostTask, check_options, make_backend
 from .report import SweepReport
 from .signals import stops
-from .tasks import FLUSH_ROWS, FLUSH_SECONDS, MAX_BATCH, TASK_SECONDS, Planner
+from .tasks import FLUSH_ROWS, FLUSH_SECONDS, MAX_BATCH, TASK_SECONDS, Planner, check_memory_at_once
 
 if TYPE_CHECKING:
     from .storage import Store
@@ -72,6 +72,8 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     report = SweepReport(total=len(cells))  # that cannot be reached changes nothing in DIR
     todo, replace = _todo(cells, store, force, retry_failed, report)
     report.skipped = len(cells) - len(todo)
+    if executor == "local" or scheduler in (None, "local"):  # the workers share this machine
+        check_memory_at_once(todo, workers)
     report.stale = _stale_data(cells, todo, store)
     sweep = {"started": t0, "executor": executor, "workers": workers,
              "threads_per_worker": threads, "scheduler": scheduler, "driver_pid": os.getpid()}

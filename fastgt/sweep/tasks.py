@@ -24,7 +24,9 @@ import json
 import math
 from collections import deque
 
+from ..errors import FastGTError
 from ..flat import cell_graph, flat_nodes
+from ..params import IMPLICIT
 from .cellrun import batch_key
 
 #: default for the most cells in one task (64: a task's fixed costs, claims, the round trip
@@ -150,3 +152,34 @@ class Planner:
         got = sum(r["wall_time"] for _, r in ran)
         est = sum(estimate(c.params, self.threads, steps) for c, _ in ran)
         self.ratio[batch_key(task[0].params)] = self.ratio[None] = got / est
+
+
+def check_memory_at_once(cells, workers: int) -> None:
+    """FastGTError naming ``workers`` when the ``workers`` largest of ``cells``, each run by
+    a worker of this machine at the same time, would need more memory together than is
+    available (each at least its least state, algorithms.base.least_state): a run checks
+    its own state only, and two whose arrays are not yet touched both pass that check, then
+    the kernel kills one of them mid-sweep. Cells whose n is not known before their graph
+    is read (a graph file) count as 0; a cell too big on its own is left to its own check
+    (recorded as failed, with the reason)."""
+    from ..algorithms.base import least_state
+    from ..memory import MEMORY_CHECKED, available_memory, size
+
+    if workers < 2:
+        return
+    needs = []
+    for c in cells:
+        n, d = flat_nodes(c.params), c.params.get("d")
+        if n is not None:
+            needs.append(least_state(n, d if isinstance(d, int) and d > 0 else 1,
+                                     c.params.get("dtype", IMPLICIT["dtype"])))
+    top = sorted(needs, reverse=True)[:workers]
+    if len(top) < 2 or sum(top) < MEMORY_CHECKED:
+        return
+    avail = available_memory()
+    if avail is None or sum(top) <= avail:
+        return
+    fit = max(1, max(k for k in range(len(top) + 1) if sum(top[:k]) <= avail))
+    raise FastGTError(f"workers={workers} would run the {len(top)} largest cells at once, "
+                      f"{size(sum(top))} of state or more, where {size(avail)} are available: "
+                      f"allowed workers={fit} or fewer for these cells")

@@ -4,7 +4,9 @@ estimated run time would pass the bound; estimates calibrated by measured times.
 import math
 
 import numpy as np
+import pytest
 
+from fastgt.errors import FastGTError
 from fastgt.sweep.cellrun import batch_key
 from fastgt.sweep.grid import make_cell
 from fastgt.sweep.tasks import BATCH_ELEMENTS, Planner, estimate
@@ -140,3 +142,36 @@ def test_a_small_cell_alone_runs_on_one_thread_whatever_the_workers_have(tmp_pat
         (ref, _, _), = run_cells([cell.params], threads=1)
         assert row["status"] == "ok" and row["threads"] == threads, row["error"]
         assert row["final_loss_nodes"] == ref["final_loss_nodes"]
+
+
+def test_workers_whose_cells_would_pass_the_memory_together_are_refused(tmp_path,
+                                                                         monkeypatch):
+    """Each cell's least state (2 n x 104 padded doubles) fits alone; --workers 3 would
+    hold the three largest at once. Refused before any work, naming --workers and the
+    largest count that fits; exit 2."""
+    from click.testing import CliRunner
+
+    from fastgt import memory
+    from fastgt.cli.sweep import grid as grid_cmd
+    from fastgt.sweep.tasks import check_memory_at_once
+
+    one = 2 * 1000 * 104 * 8  # n = 1000, d = 100, float64
+    monkeypatch.setattr(memory, "MEMORY_CHECKED", 0)
+    monkeypatch.setattr(memory, "available_memory", lambda: 2 * one + one // 2)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[run]\ntopology = "ring"\nn = 1000\nd = 100\nsteps = 5\n\n'
+                    '[[grid]]\nseed = [0, 1, 2, 3]\n')
+    out = tmp_path / "out"
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), "--workers", "3"])
+    assert res.exit_code == 2, res.output
+    assert res.output.splitlines()[-1] == (
+        "Error: --workers 3 would run the 3 largest cells at once, 4.8 MiB of state or more, "
+        "where 4.0 MiB are available: allowed --workers 2 or fewer for these cells")
+    assert not out.exists()
+    cells = _cells(4, n=1000, d=100)
+    check_memory_at_once(cells, 2)  # two fit
+    check_memory_at_once(cells[:1], 3)  # one cell runs alone
+    check_memory_at_once(_cells(4, n=1000, d=100, dtype="float32"), 4)  # half the bytes
+    monkeypatch.setattr(memory, "available_memory", lambda: one // 2)  # none fits alone
+    with pytest.raises(FastGTError, match=r"allowed workers=1 or fewer"):  # (and then each
+        check_memory_at_once(cells, 2)  # cell's own check says so, with its need)

@@ -5,9 +5,10 @@
                                 [--threads 1,2] [--repeats 5] [--quick]
 
 For each algorithm, setup (A: gaussian noise, B: structured, 0: none), n, d and thread
-count, fastgt.run on a ring with dtype="float64" and dtype="float32", the two taking turns
+count, the engine's steps on a ring (bench_steps.FastgtRun: no metrics; bench_steps'
+stepsizes and variances) with dtype="float64" and dtype="float32", the two taking turns
 in every repeat (one process per thread count: a burst of load hits both). Reports ns per
-node-dimension-step of the run's loop (median and min over the repeats) and the speed-up
+node-dimension-step (median and min over the repeats) and the speed-up
 of float32 (ratio of the medians). A float32 state halves the bytes a step streams; while
 the state fits in cache, or where the normal generator dominates (Setup A), the ratio
 tends to 1; the issue's target is >= 1.7x at n >= 30000.
@@ -19,22 +20,27 @@ import argparse
 import itertools
 import json
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import common
 
-NOISES = {"A": "gaussian", "B": "structured", "0": "none"}
 DTYPES = ("float64", "float32")
 
 
 def measure(args) -> None:
-    """In a child with ``args.threads_now`` threads: every case, one JSON line each. A step's
-    time is the difference of two runs' own loop times (``summary["loop_time"]``: steps and
-    records, not the set-up), 2k steps less k steps, each with one record at its end: what
-    both share (the first touch of their fresh state in the first step, a record) cancels."""
+    """In a child with ``args.threads_now`` threads (NUMBA_NUM_THREADS): every case, one
+    JSON line each. Each dtype's state is set up once (bench_steps.FastgtRun: the engine
+    driven directly, no metrics) and advanced k steps per timing: a step's time holds no
+    set-up and no first touch of fresh memory (the difference of two fresh runs of 2k and
+    k steps did: at n = 3 10^5 their first touches varied by more than k steps' time, and
+    some differences came out negative)."""
     import warnings
+
+    import bench_steps
+    import numpy as np
 
     import fastgt
 
@@ -42,22 +48,22 @@ def measure(args) -> None:
     for algorithm, setup, n, d in itertools.product(args.algorithms, args.setups, args.n,
                                                     args.d):
         W = fastgt.topology("ring", n=n)
-
-        def loop_time(k, dtype, algorithm=algorithm, setup=setup, d=d, W=W):
-            res = fastgt.run(algorithm=algorithm, topology=W, noise=NOISES[setup], d=d,
-                             steps=k, record_every=k, stepsize=0.01,
-                             threads=args.threads_now, dtype=dtype)
-            return res.summary["loop_time"]
-
-        for dtype in DTYPES:
-            loop_time(2, dtype)  # compiles on first use: not timed
-        steps = {dt: common.steps_for(lambda k, dt=dt: loop_time(k, dt), args.target_s)
-                 for dt in DTYPES}
+        x0 = np.random.default_rng(1).standard_normal((n, d))
+        runs = {dt: bench_steps.FastgtRun(algorithm, W, x0, bench_steps.stepsize(setup),
+                                          bench_steps.VARIANCE[setup], setup=setup,
+                                          dtype=dt)
+                for dt in DTYPES}
+        for run in runs.values():
+            run.advance(2)  # compiles on first use: not timed
+        steps = {dt: common.steps_for(run.advance, args.target_s)
+                 for dt, run in runs.items()}
         secs = {dt: [] for dt in DTYPES}
         for _ in range(args.repeats):  # the two take turns: a burst of load hits both
-            for dt in DTYPES:  # 2k steps less k steps: the first touch of fresh memory
-                k = steps[dt]  # (first step) and the one record cancel out
-                secs[dt].append((loop_time(2 * k, dt) - loop_time(k, dt)) / k)
+            for dt, run in runs.items():
+                t0 = time.perf_counter()
+                run.advance(steps[dt])
+                secs[dt].append((time.perf_counter() - t0) / steps[dt])
+        del runs
         print(json.dumps({"algorithm": algorithm, "setup": setup, "n": n, "d": d,
                           "ns": {dt: common.summarize(v, n * d * 1e-9)
                                  for dt, v in secs.items()}}), flush=True)
@@ -87,7 +93,7 @@ def main(argv=None) -> None:
     print(common.machine_line(machine))
     print(common.markdown_table(["algo", "setup", "n", "d", "threads", "float64 ns",
                                  "float32 ns", "float32 speed-up"], rows))
-    print(f"\nns = nanoseconds per node-dimension-step of fastgt.run's loop on a ring, median "
+    print(f"\nns = nanoseconds per node-dimension-step of the engine's steps on a ring, median "
           f"(min) of {args.repeats} interleaved repeats; speed-up = float64 median / float32 "
           "median, measured in the same process.")
 

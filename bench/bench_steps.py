@@ -117,7 +117,7 @@ class FastgtRun:
     """fastgt's own algorithm spec driven directly (no metrics): ``advance(k)`` runs k steps."""
 
     def __init__(self, algorithm: str, W, x0: np.ndarray, gamma: float, sigma2: float, seed=0,
-                 setup: str = "A"):
+                 setup: str = "A", dtype: str = "float64"):
         import fastgt
         from fastgt.algorithms import ALGORITHMS, Batch, Cell
         from fastgt.problems import make_noise
@@ -125,7 +125,8 @@ class FastgtRun:
         prob = fastgt.problem("quadratic").build(W.n, x0.shape[1])
         noise = make_noise(NOISES[setup], sigma2, x0.shape[1], W)
         self.algo = ALGORITHMS[algorithm]
-        self.batch = Batch([Cell(W, noise, gamma, seed, x0)], prob, self.algo.mixing)
+        self.batch = Batch([Cell(W, noise, gamma, seed, x0)], prob, self.algo.mixing,
+                           dtype=dtype)
         self.arrays = self.algo.init(self.batch)
         self.t, self.cur = 0, 0
 

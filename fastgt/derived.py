@@ -19,18 +19,22 @@ import numpy as np
 #: what is kept, each in its own subdirectory
 KINDS = ("optimum", "spectrum", "eigenvalues")
 
-#: the directory in use: per thread (a Dask worker may run several tasks at once)
+#: the directory in use, and whether values may be added to it: per thread (a Dask
+#: worker may run several tasks at once)
 _dir: contextvars.ContextVar = contextvars.ContextVar("derived_dir", default=None)
+_write: contextvars.ContextVar = contextvars.ContextVar("derived_write", default=True)
 
 
 @contextlib.contextmanager
-def cache_in(uri: str | None):
-    """Keep derived values under ``uri`` (a sweep's DIR) within the block (None: nowhere)."""
-    token = _dir.set(uri)
+def cache_in(uri: str | None, write: bool = True):
+    """Keep derived values under ``uri`` (a sweep's DIR) within the block (None: nowhere);
+    ``write=False``: read the values kept there, add none (a dry run writes nothing)."""
+    tokens = _dir.set(uri), _write.set(write)
     try:
         yield
     finally:
-        _dir.reset(token)
+        _write.reset(tokens[1])
+        _dir.reset(tokens[0])
 
 
 def active() -> bool:
@@ -64,8 +68,9 @@ def load(kind: str, key: str, shape: tuple) -> np.ndarray | None:
 def save(kind: str, key: str, x: np.ndarray) -> None:
     """Keep ``x`` (as float64) atomically: a temporary renamed into place, so that a reader
     sees the whole array or none (two workers deriving the same value write equal bits).
-    A directory that cannot be written keeps nothing (the value was derived all the same)."""
-    if _dir.get() is None:
+    A directory that cannot be written keeps nothing (the value was derived all the same),
+    nor does one in use read-only (cache_in)."""
+    if _dir.get() is None or not _write.get():
         return
     fs, root = _fs(kind)
     buf = io.BytesIO()

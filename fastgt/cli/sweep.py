@@ -61,17 +61,22 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
 
     Example: fastgt grid scripts/demo.toml --out results/demo --workers 2
     """
+    from ..derived import cache_in
     from ..sweep.backends import check_options
     from ..sweep.executors import run_sweep
     from ..sweep.grid import load_spec
+    from ..sweep.storage import Store
 
     try:
         check_options(executor, scheduler, workers, threads_per_worker, max_batch, flush_seconds)
     except FastGTError as err:
         raise _in_option_terms(err) from None
-    gs = load_spec(spec, sets, params)
-    cells = gs.cells()
     check_dir("--out", out, probe=not dry_run)  # a dry run writes nothing
+    with cache_in(Store(out, create=False).url(""), write=not dry_run):
+        # a spectrum the checks of the cells derive (d2's lambda_n of a graph without a
+        # closed form: minutes at n = 5 10^5) is kept in DIR, where the workers find it
+        gs = load_spec(spec, sets, params)
+        cells = gs.cells()
     if dry_run:
         _dry_run(cells, out)
         return

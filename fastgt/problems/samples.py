@@ -108,7 +108,9 @@ def sample_index(key, j, m, batch):
 
 @jit(**INLINE_FLAGS)
 def prefetch_sample(data, s):
-    """Start loading row s: its dense values, or its CSR values and column indices."""
+    """Start loading row s: its label, and its dense values or its CSR values and column
+    indices."""
+    prefetch_span(data.y, s, s + 1)
     if data.sparse:
         prefetch_span(data.values, data.indptr[s], data.indptr[s + 1])
         prefetch_span(data.indices, data.indptr[s], data.indptr[s + 1])

@@ -72,9 +72,10 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     except FastGTError as err:
         raise _in_option_terms(err) from None
     check_dir("--out", out, probe=not dry_run)  # a dry run writes nothing
-    with cache_in(Store(out, create=False).url(""), write=not dry_run):
-        # a spectrum the checks of the cells derive (d2's lambda_n of a graph without a
-        # closed form: minutes at n = 5 10^5) is kept in DIR, where the workers find it
+    held: list = []  # a spectrum the checks of the cells derive (d2's lambda_n of a graph
+    # without a closed form: minutes at n = 5 10^5), kept in DIR as the sweep starts, where
+    # the workers find it
+    with cache_in(Store(out, create=False).url(""), write=not dry_run, held=held):
         gs = load_spec(spec, sets, params)
         cells = gs.cells()
     if dry_run:
@@ -88,7 +89,7 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
         report = run_sweep(cells, out, executor=executor, workers=workers,
                            threads=threads_per_worker, scheduler=scheduler, force=force,
                            retry_failed=retry_failed, spec_text=gs.to_toml(), progress=not quiet,
-                           max_batch=max_batch, flush_seconds=flush_seconds)
+                           max_batch=max_batch, flush_seconds=flush_seconds, held=held)
     except FastGTError as err:  # a backend's: an unreachable scheduler, no dask
         raise _in_option_terms(err) from None
     except KeyboardInterrupt as stop:

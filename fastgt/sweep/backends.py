@@ -113,7 +113,7 @@ def quiet_interrupted_sync(record: logging.LogRecord) -> bool:
     set; distributed 2026.8). The interrupt goes on as asked; the traceback, printed under the
     driver's "interrupted" line, was seen now and then (a race with the Ctrl-C)."""
     err = record.exc_info[1] if record.exc_info else None
-    if not isinstance(err, NameError) or err.__traceback__ is None:
+    if not isinstance(err, NameError) or "future" not in str(err) or err.__traceback__ is None:
         return True
     tb = err.__traceback__
     while tb.tb_next is not None:

@@ -50,7 +50,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
               retry_failed: bool = False, spec_text: str | None = None,
               progress: bool = True, max_batch: int = MAX_BATCH,
               task_seconds: float = TASK_SECONDS,
-              flush_seconds: float = FLUSH_SECONDS) -> SweepReport:
+              flush_seconds: float = FLUSH_SECONDS, held=()) -> SweepReport:
     """Compute every cell not yet in ``out`` and write their results; see the module doc.
 
     force: recompute finished cells too (not those a concurrent sweep finished meanwhile);
@@ -58,6 +58,8 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     task_seconds: most estimated seconds of work in one task (at least one cell), see
     fastgt.sweep.tasks; flush_seconds: finished cells are written, as one file pair, at
     least this often. When every cell is done, the files are compacted (Store.compact).
+    held: values derived while the cells were checked (fastgt.derived.cache_in's list),
+    kept in DIR once the workers are up.
     Ctrl-C (KeyboardInterrupt) stops the workers, writes the finished cells, releases this
     sweep's claims and propagates, the report as its ``sweep_report``.
     """
@@ -80,7 +82,7 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
     try:  # whichever KeyboardInterrupt leaves: the first, or one during the clean-up
         _work(cells, todo, replace, out, store, report, sweep, spec_text, t0_ns,
               (executor, workers, threads, scheduler), progress,
-              (max_batch, task_seconds, flush_seconds))
+              (max_batch, task_seconds, flush_seconds), held)
     except KeyboardInterrupt as stop:
         stop.sweep_report = report
         raise
@@ -94,9 +96,10 @@ def run_sweep(cells, out, executor: str = "local", workers: int | None = None,
 
 
 def _work(cells, todo, replace, out, store, report, sweep, spec_text, t0_ns, how, progress,
-          sizes) -> None:
+          sizes, held) -> None:
     """run_sweep's work, once it knows the cells to compute: ``how`` = (executor, workers,
     threads, scheduler), ``sizes`` = (max_batch, task_seconds, flush_seconds)."""
+    from ..derived import keep_all
     from .storage import Store
 
     executor, workers, threads, scheduler = how
@@ -109,6 +112,7 @@ def _work(cells, todo, replace, out, store, report, sweep, spec_text, t0_ns, how
             _drift_notes(units)
             backend = make_backend(executor, workers, threads, scheduler, units)
         store = Store(out)
+        keep_all(store.url(""), held)
         if spec_text is not None:
             store.put_spec(spec_text, [c.id for c in cells])
         store.clean()

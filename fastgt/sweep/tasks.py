@@ -1,4 +1,5 @@
-"""The tasks of a sweep: which cells a worker runs together, bounded by estimated run time.
+"""The tasks of a sweep: which cells a worker runs together, bounded by estimated run time,
+and how many may run at once on one machine's memory (check_memory_at_once).
 
 Cells of equal ``batch_key`` can advance together in one compiled loop (fastgt.run_batch:
 about 1.9x the throughput of one by one on small cells, bench/bench_batch.py), but a task's
@@ -155,31 +156,30 @@ class Planner:
 
 
 def check_memory_at_once(cells, workers: int) -> None:
-    """FastGTError naming ``workers`` when the ``workers`` largest of ``cells``, each run by
-    a worker of this machine at the same time, would need more memory together than is
-    available (each at least its least state, algorithms.base.least_state): a run checks
-    its own state only, and two whose arrays are not yet touched both pass that check, then
-    the kernel kills one of them mid-sweep. Cells whose n is not known before their graph
-    is read (a graph file) count as 0; a cell too big on its own is left to its own check
-    (recorded as failed, with the reason)."""
+    """FastGTError naming ``workers`` when the ``workers`` largest of ``cells`` that fit
+    alone, each run by a worker of this machine at the same time, would need more memory
+    together than is available (each at least its least state, algorithms.base.least_state):
+    a run checks its own state only, and two whose arrays are not yet touched both pass that
+    check, then the kernel kills one of them mid-sweep. Cells whose size only a file tells
+    (a graph file's n, a data file's d) count as 0; a cell too big on its own is left to its
+    own check (recorded as failed, with the reason)."""
     from ..algorithms.base import least_state
     from ..memory import MEMORY_CHECKED, available_memory, size
+    from ..params import from_file
 
     if workers < 2:
         return
-    needs = []
-    for c in cells:
-        n, d = flat_nodes(c.params), c.params.get("d")
-        if n is not None:
-            needs.append(least_state(n, d if isinstance(d, int) and d > 0 else 1,
-                                     c.params.get("dtype", IMPLICIT["dtype"])))
-    top = sorted(needs, reverse=True)[:workers]
-    if len(top) < 2 or sum(top) < MEMORY_CHECKED:
+    needs = [least_state(n, c.params["d"], c.params.get("dtype", IMPLICIT["dtype"]))
+             for c in cells if not from_file(c.params) and (n := flat_nodes(c.params))]
+    if sum(sorted(needs)[-workers:]) < MEMORY_CHECKED:  # small sweeps read no meminfo
         return
     avail = available_memory()
-    if avail is None or sum(top) <= avail:
+    if avail is None:
         return
-    fit = max(1, max(k for k in range(len(top) + 1) if sum(top[:k]) <= avail))
+    top = sorted((x for x in needs if x <= avail), reverse=True)[:workers]
+    if sum(top) <= avail:
+        return
+    fit = max(k for k in range(len(top) + 1) if sum(top[:k]) <= avail)  # 1 at least
     raise FastGTError(f"workers={workers} would run the {len(top)} largest cells at once, "
                       f"{size(sum(top))} of state or more, where {size(avail)} are available: "
                       f"allowed workers={fit} or fewer for these cells")

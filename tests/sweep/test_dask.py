@@ -85,6 +85,8 @@ def _interrupted_sync_records(filtered: bool) -> list:
     handler.emit = records.append
     log = logging.getLogger("tornado.application")
     log.addHandler(handler)
+    filters = log.filters[:]  # a DaskBackend of an earlier test installed it for good
+    log.removeFilter(quiet_interrupted_sync)
     if filtered:
         log.addFilter(quiet_interrupted_sync)
     runner = LoopRunner(asynchronous=False)
@@ -99,7 +101,7 @@ def _interrupted_sync_records(filtered: bool) -> list:
     finally:
         runner.stop()
         log.removeHandler(handler)
-        log.removeFilter(quiet_interrupted_sync)
+        log.filters[:] = filters
     return records
 
 
@@ -107,7 +109,11 @@ def test_ctrl_c_during_a_sync_call_logs_no_traceback():
     """distributed 2026.8's sync() logs a NameError from its cancel callback when Ctrl-C
     lands before the awaited call started (this reproduces it); the driver's filter drops
     that record, and keeps any other error, a NameError raised elsewhere included."""
+    import distributed
+
     raw = [r for r in _interrupted_sync_records(filtered=False) if r.exc_info]
+    if tuple(map(int, distributed.__version__.split(".")[:2])) <= (2026, 8):
+        assert raw  # the race reproduced (a later distributed may have mended it)
     assert all(not quiet_interrupted_sync(r) for r in raw)  # NameErrors of sync's cancel
     assert _interrupted_sync_records(filtered=True) == []
     for err in (NameError("name 'future' is not defined"), ValueError("a task's error")):

@@ -456,30 +456,34 @@ def test_a_graph_without_a_closed_form_is_decomposed_once_and_kept_in_dir(tmp_pa
 
 def test_the_checks_of_a_grid_keep_and_read_their_spectra_in_dir(tmp_path, monkeypatch):
     """d2's check needs lambda_n of each graph: the driver derives it once while it judges
-    the spec and keeps it in DIR before any worker starts (minutes at n = 5 10^5 on a random
-    graph, which every first worker derived again); a dry run reads what DIR keeps and
-    writes nothing."""
-    from fastgt.errors import FastGTError
+    the spec and keeps it in DIR as the sweep starts, before any task (minutes at n = 5 10^5
+    on a random graph, which every first worker derived again); a spec refused, and a dry
+    run, write nothing; a dry run reads what DIR keeps."""
     from fastgt.sweep import executors
 
+    text = ('[run]\nalgorithm = "d2"\ntopology = "geometric"\nn = 40\nradius = 0.4\n'
+            'lazy = true\nd = 2\nsteps = 20\n[[grid]]\nseed = [0, 1]\n')
     spec = tmp_path / "spec.toml"
-    spec.write_text('[run]\nalgorithm = "d2"\ntopology = "geometric"\nn = 40\nradius = 0.4\n'
-                    'lazy = true\nd = 2\nsteps = 20\n[[grid]]\nseed = [0, 1]\n')
     key = fastgt.topology("geometric", n=40, radius=0.4, lazy=True).fingerprint()
     out = tmp_path / "out"
+    spec.write_text(text + '[[grid]]\ntopology = "hypercube"\nn = 6\n')  # refused
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out)])
+    assert res.exit_code == 2 and "hypercube" in res.output, res.output
+    spec.write_text(text)
     res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), "--dry-run"])
     assert res.exit_code == 0 and "2 cells, 0 done" in res.output, res.output
     assert not out.exists()
     seen = []
 
-    def no_workers(*args):
-        seen.extend(f.name for f in (out / "eigenvalues").glob("*.npy"))
-        raise FastGTError("no workers in this test")
+    class Watching(_OneSlot):
+        def submit(self, plist, threads, derived_dir):
+            seen.append(sorted(f.name for f in (out / "eigenvalues").glob("*.npy")))
+            return super().submit(plist, threads, derived_dir)
 
-    monkeypatch.setattr(executors, "make_backend", no_workers)
-    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out)])
-    assert res.exit_code == 2 and "no workers in this test" in res.output, res.output
-    assert seen == [f"{key}.npy"]
+    monkeypatch.setattr(executors, "make_backend", lambda *args: Watching(str(out)))
+    res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert seen and seen[0] == [f"{key}.npy"]
     # a kept lambda_n below -1/3 (planted): the dry run judges d2 by it
     np.save(out / "eigenvalues" / f"{key}.npy", np.linspace(-0.5, 1.0, 40))
     res = CliRunner().invoke(grid_cmd, [str(spec), "--out", str(out), "--dry-run"])

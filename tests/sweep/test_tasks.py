@@ -172,6 +172,11 @@ def test_workers_whose_cells_would_pass_the_memory_together_are_refused(tmp_path
     check_memory_at_once(cells, 2)  # two fit
     check_memory_at_once(cells[:1], 3)  # one cell runs alone
     check_memory_at_once(_cells(4, n=1000, d=100, dtype="float32"), 4)  # half the bytes
+    with pytest.raises(FastGTError, match=r"run the 4 largest .* allowed workers=2 or "):
+        check_memory_at_once(cells, 4)
+    # a cell too big alone is left to its own check: the others still run 2 at once
+    check_memory_at_once([*cells[:2], *_cells(1, n=10**5, d=100)], 2)
+    # a data file's d is the file's: its cells count as 0, as a graph file's
+    check_memory_at_once(_cells(3, n=1000, problem="logistic", data="rows.npz"), 3)
     monkeypatch.setattr(memory, "available_memory", lambda: one // 2)  # none fits alone
-    with pytest.raises(FastGTError, match=r"allowed workers=1 or fewer"):  # (and then each
-        check_memory_at_once(cells, 2)  # cell's own check says so, with its need)
+    check_memory_at_once(cells, 2)

@@ -34,7 +34,7 @@ from .params import PARAMS
 from .precision import floors, rounding_eps2, rounding_limited
 from .problems import NOISES, make_noise
 from .problems import problem as get_problem
-from .runtime import numba_threads, signals_deferred
+from .runtime import numba_threads, signals_polled
 from .topology import MixingMatrix, TimeVarying
 
 #: seconds a kernel call runs, about (engine._Calls), and how much longer a call may be
@@ -216,19 +216,23 @@ def execute(plan: Plan, threads: int | None = None, progress=None) -> list[RunRe
         by_cells = parallel == "cells" or (parallel == "auto" and 1 < nthreads <= batch.C)
         t_loop = time.perf_counter()
         t, cur, calls = 0, 0, _Calls(algo.plan_of(batch).levels)
-        while t < steps and any(r.status == "ok" for r in recs):
-            end = min(t + record_every - t % record_every, steps)
-            while t < end:  # in calls of about CALL_S: Ctrl-C and progress between them
-                k = calls.next(end - t)
-                with signals_deferred():  # a Ctrl-C while numba unpacks the arguments
+        # Ctrl-C between calls of about CALL_S (and while numba unpacks a call's arguments:
+        # recorded, then raised here), progress too
+        with signals_polled() as poll:
+            while t < steps and any(r.status == "ok" for r in recs):
+                end = min(t + record_every - t % record_every, steps)
+                while t < end:
+                    k = calls.next(end - t)
                     cur = algo.advance(batch, arrays, cur, t, k, by_cells, t + k == end)
-                t += k
-                calls.took(k)
-                if progress is not None:
-                    progress(t)
-            for r in recs:
-                if r.status == "ok":
-                    r.record(t, cur)
+                    t += k
+                    calls.took(k)
+                    if progress is not None:
+                        progress(t)
+                    poll()
+                for r in recs:
+                    if r.status == "ok":
+                        r.record(t, cur)
+                poll()
         loop_time = time.perf_counter() - t_loop
 
     wall = time.perf_counter() - t_start

@@ -1,5 +1,6 @@
-"""Thread control, threading-layer facts, signals deferred over a block, and whether the
-compile cache is warm (the warm-up itself, which runs the engine, is fastgt.warmup)."""
+"""Thread control, threading-layer facts, signals deferred over a block or polled in it,
+and whether the compile cache is warm (the warm-up itself, which runs the engine, is
+fastgt.warmup)."""
 
 from __future__ import annotations
 
@@ -31,35 +32,84 @@ def numba_threads(threads: int | None):
         numba.set_num_threads(old)
 
 
+def _deliver(signum: int, handler) -> None:
+    """Hand signal ``signum`` to ``handler`` (as signal.getsignal gives it) now, in the
+    caller's frame: a Python handler is called (default_int_handler raises KeyboardInterrupt
+    here), SIG_DFL's action is taken, SIG_IGN's nothing. Python itself runs a handler at its
+    next check, which may fall inside a finalizer (a __del__, a gc callback), where the
+    KeyboardInterrupt is printed and lost: a run went on to its end."""
+    import signal
+
+    if callable(handler):
+        handler(signum, None)
+    elif handler == signal.SIG_DFL:  # SIGINT's and SIGTERM's: the process ends
+        signal.signal(signum, handler)
+        signal.raise_signal(signum)
+
+
+class _Held:
+    """Ctrl-C and SIGTERM recorded where they land (main thread), handed to the handlers in
+    place before by ``release``; a second one at once."""
+
+    def __init__(self):
+        import signal
+
+        self.caught: list = []
+        self.previous = {s: signal.signal(s, self._record) for s in (signal.SIGINT,
+                                                                     signal.SIGTERM)}
+
+    def _record(self, signum, frame):
+        self.caught.append(signum)
+        if len(self.caught) == 2:  # insisted on: now
+            self.release(restore=True)
+
+    def release(self, restore: bool) -> None:
+        """Hand over the first signal caught, if any (``restore``: the handlers first)."""
+        import signal
+
+        if restore:
+            for s, handler in self.previous.items():
+                signal.signal(s, handler)
+        if self.caught:
+            signum = self.caught[0]
+            self.caught.clear()
+            _deliver(signum, self.previous[signum])
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
 @contextmanager
 def signals_deferred():
     """A Ctrl-C or SIGTERM inside the block is handled at its end (however the block ends)
     by the handler in place before it, a second one at once (main thread only)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
+    if not _main_thread():
         yield
         return
-    caught, previous = [], {}
-
-    def restore():
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-    def record(signum, frame):
-        caught.append(signum)
-        if len(caught) == 2:  # insisted on: now
-            restore()
-            signal.raise_signal(signum)
-
-    previous.update({s: signal.signal(s, record) for s in (signal.SIGINT, signal.SIGTERM)})
+    held = _Held()
     try:
         yield
     finally:
-        restore()
-        if len(caught) == 1:
-            signal.raise_signal(caught[0])
+        held.release(restore=True)
+
+
+@contextmanager
+def signals_polled():
+    """A Ctrl-C or SIGTERM inside the block is handled by the handler in place before it
+    when the block calls ``poll()`` (what it yields), in the frame that polls, or at its
+    end; a second one at once (main thread only; elsewhere ``poll`` does nothing). The
+    engine polls between kernel calls: a KeyboardInterrupt cannot land in a finalizer."""
+    if not _main_thread():
+        yield lambda: None
+        return
+    held = _Held()
+    try:
+        yield lambda: held.release(restore=False)
+    finally:
+        held.release(restore=True)
 
 
 def threading_layer() -> str:

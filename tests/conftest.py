@@ -1,4 +1,7 @@
-"""Shared fixtures: a catalogue of small, connected mixing matrices (n ~ 10-40)."""
+"""Shared fixtures: a catalogue of small, connected mixing matrices (n ~ 10-40); the
+session's Ctrl-C handler."""
+
+import signal
 
 import background
 import pytest
@@ -32,6 +35,15 @@ def one_numba_thread():
     that compare thread counts pass ``threads=`` to fastgt.run explicitly."""
     with numba_threads(1):
         yield
+
+
+def pytest_configure(config):
+    """Python's own SIGINT handler (KeyboardInterrupt) where the session started with
+    SIGINT ignored, as a shell starts a command run with ``&``: the tests that send
+    themselves a Ctrl-C expect it (ignored, one hung for hours, 10^8 steps, and four failed),
+    and their child processes then start as from a terminal."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(trylast=True)  # after -k / -m have deselected what they deselect

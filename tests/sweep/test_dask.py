@@ -91,13 +91,15 @@ def _interrupted_sync_records(filtered: bool) -> list:
         log.addFilter(quiet_interrupted_sync)
     runner = LoopRunner(asynchronous=False)
     runner.start()
+    taken = threading.Event()
     try:
-        runner.loop.add_callback(time.sleep, 0.3)  # the loop busy
+        runner.loop.add_callback(taken.wait, 10.0)  # the loop busy until the Ctrl-C is taken
         threading.Timer(0.05, signal.pthread_kill,
                         (threading.main_thread().ident, signal.SIGINT)).start()
         with pytest.raises(KeyboardInterrupt):
             sync(runner.loop, asyncio.sleep, 1.0)
-        time.sleep(0.5)  # the loop runs sync's cancel callback
+        taken.set()
+        time.sleep(0.3)  # the loop starts the call, then runs sync's cancel callback
     finally:
         runner.stop()
         log.removeHandler(handler)

@@ -19,26 +19,23 @@ import numpy as np
 #: what is kept, each in its own subdirectory
 KINDS = ("optimum", "spectrum", "eigenvalues")
 
-#: the directory in use, whether values may be added to it, and the list that holds them
-#: until they may (cache_in): per thread (a Dask worker may run several tasks at once)
+#: the directory in use, and the list that holds new values instead of it (cache_in): per
+#: thread (a Dask worker may run several tasks at once)
 _dir: contextvars.ContextVar = contextvars.ContextVar("derived_dir", default=None)
-_write: contextvars.ContextVar = contextvars.ContextVar("derived_write", default=True)
 _held: contextvars.ContextVar = contextvars.ContextVar("derived_held", default=None)
 
 
 @contextlib.contextmanager
-def cache_in(uri: str | None, write: bool = True, held: list | None = None):
+def cache_in(uri: str | None, held: list | None = None):
     """Keep derived values under ``uri`` (a sweep's DIR) within the block (None: nowhere);
-    ``write=False``: read the values kept there, add none (a dry run writes nothing);
-    ``held``: a list that takes the new values, (kind, key, array), instead of DIR, for
-    ``keep_all`` once the sweep starts (a grid's checks: DIR unchanged until then, and by
-    a spec they refuse)."""
-    tokens = _dir.set(uri), _write.set(write), _held.set(held)
+    ``held``: read the values kept there, but put new ones, (kind, key, array), in this list
+    instead, for ``keep_all`` once the sweep starts (a grid's checks: DIR is unchanged by a
+    spec they refuse, and by a dry run, which drops the list)."""
+    tokens = _dir.set(uri), _held.set(held)
     try:
         yield
     finally:
-        _held.reset(tokens[2])
-        _write.reset(tokens[1])
+        _held.reset(tokens[1])
         _dir.reset(tokens[0])
 
 
@@ -80,9 +77,9 @@ def load(kind: str, key: str, shape: tuple) -> np.ndarray | None:
 def save(kind: str, key: str, x: np.ndarray) -> None:
     """Keep ``x`` (as float64) atomically: a temporary renamed into place, so that a reader
     sees the whole array or none (two workers deriving the same value write equal bits).
-    A directory that cannot be written keeps nothing (the value was derived all the same),
-    nor does one in use read-only (cache_in); a block that holds values adds it to them."""
-    if _dir.get() is None or not _write.get():
+    A directory that cannot be written keeps nothing (the value was derived all the same);
+    a block that holds new values (cache_in) adds it to them."""
+    if _dir.get() is None:
         return
     held = _held.get()
     if held is not None:

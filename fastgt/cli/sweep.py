@@ -74,8 +74,8 @@ def grid(spec, out, sets, params, workers, threads_per_worker, executor, schedul
     check_dir("--out", out, probe=not dry_run)  # a dry run writes nothing
     held: list = []  # a spectrum the checks of the cells derive (d2's lambda_n of a graph
     # without a closed form: minutes at n = 5 10^5), kept in DIR as the sweep starts, where
-    # the workers find it
-    with cache_in(Store(out, create=False).url(""), write=not dry_run, held=held):
+    # the workers find it (a dry run drops it)
+    with cache_in(Store(out, create=False).url(""), held=held):
         gs = load_spec(spec, sets, params)
         cells = gs.cells()
     if dry_run:

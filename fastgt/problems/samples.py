@@ -60,7 +60,9 @@ SPLIT_ALPHA, SAMPLES, LABEL_NOISE = 1.0, 100, 0.1
 LOSSES = {"squared": 0, "logistic": 1}
 REGULARIZERS = {"l2": 0, "nonconvex": 1}
 #: rows of a gradient prefetched ahead of the one being summed (measured: 1 -> 4 halves
-#: the cost of out-of-cache dense rows, bench/bench_ml.py; sparse rows: values and indices)
+#: the cost of out-of-cache dense rows, bench/bench_ml.py; sparse rows: values and indices;
+#: 8 was no faster). grad_row holds the AHEAD indices in flight in four variables, the
+#: width of its dense blocks too: a block's rows are the indices drawn a block before
 AHEAD = 4
 #: f's evaluation in blocks of _ROWS data rows x X's rows, _CHUNK margins at most (2 MB:
 #: the losses' passes stay in cache)
@@ -119,6 +121,17 @@ def prefetch_sample(data, s):
 
 
 @jit(**INLINE_FLAGS)
+def ahead_index(data, node, lo, m, j, drawn):
+    """The data row of the node's j-th drawn row, its loads started (prefetch_sample); -1
+    past the last (j >= drawn)."""
+    if j >= drawn:
+        return -1
+    s = lo + sample_index(node.key, j, m, data.batch)
+    prefetch_sample(data, s)
+    return s
+
+
+@jit(**INLINE_FLAGS)
 def dense_slope(data, s, X, r, drawn):
     """loss'(a_s^T X[r], y_s) / drawn, for dense row s."""
     return loss_slope(data.loss, dense_dot(data.A, s, X, r), data.y[s]) / drawn
@@ -143,8 +156,10 @@ def grad_row(co, node, X, r, G, q):
             x = np.float64(X[r, k])  # a float32 state: x * x in float64
             h = 1.0 + x * x
             G[q, k] = data.reg * 2.0 * x / (h * h)
-    for j in range(min(AHEAD, drawn)):  # random rows: their loads overlap, AHEAD in flight
-        prefetch_sample(data, lo + sample_index(node.key, j, m, data.batch))
+    # the next AHEAD rows' indices, each drawn once: when its row is prefetched, AHEAD rows
+    # before it is summed (the rows are random: their loads overlap, AHEAD in flight)
+    i0, i1 = ahead_index(data, node, lo, m, 0, drawn), ahead_index(data, node, lo, m, 1, drawn)
+    i2, i3 = ahead_index(data, node, lo, m, 2, drawn), ahead_index(data, node, lo, m, 3, drawn)
     nxt = i + 1  # fewer rows than that: the next node's first row too (no wait on it at
     if drawn < AHEAD and nxt < data.offsets.shape[0] - 1:  # the start of its gradient)
         lo1 = data.offsets[nxt]
@@ -153,12 +168,11 @@ def grad_row(co, node, X, r, G, q):
     done = 0
     if not data.sparse:  # dense rows 4 at a time (module doc), the rest one by one
         for j in range(0, drawn - 3, 4):
-            for a in range(j + AHEAD, min(j + AHEAD + 4, drawn)):
-                prefetch_sample(data, lo + sample_index(node.key, a, m, data.batch))
-            s0 = lo + sample_index(node.key, j, m, data.batch)
-            s1 = lo + sample_index(node.key, j + 1, m, data.batch)
-            s2 = lo + sample_index(node.key, j + 2, m, data.batch)
-            s3 = lo + sample_index(node.key, j + 3, m, data.batch)
+            s0, s1, s2, s3 = i0, i1, i2, i3
+            i0 = ahead_index(data, node, lo, m, j + AHEAD, drawn)
+            i1 = ahead_index(data, node, lo, m, j + AHEAD + 1, drawn)
+            i2 = ahead_index(data, node, lo, m, j + AHEAD + 2, drawn)
+            i3 = ahead_index(data, node, lo, m, j + AHEAD + 3, drawn)
             c0, c1 = dense_slope(data, s0, X, r, drawn), dense_slope(data, s1, X, r, drawn)
             c2, c3 = dense_slope(data, s2, X, r, drawn), dense_slope(data, s3, X, r, drawn)
             for k in range(w):  # in row order, each product rounded into G as stored
@@ -168,9 +182,9 @@ def grad_row(co, node, X, r, G, q):
                 G[q, k] = fma(c3, data.A[s3, k], g)
         done = drawn - drawn % 4
     for j in range(done, drawn):
-        s = lo + sample_index(node.key, j, m, data.batch)
-        if j + AHEAD < drawn:
-            prefetch_sample(data, lo + sample_index(node.key, j + AHEAD, m, data.batch))
+        s = i0
+        i0, i1, i2 = i1, i2, i3
+        i3 = ahead_index(data, node, lo, m, j + AHEAD, drawn)
         if data.sparse:
             z = 0.0
             for p in range(data.indptr[s], data.indptr[s + 1]):
@@ -182,8 +196,9 @@ def grad_row(co, node, X, r, G, q):
             c = dense_slope(data, s, X, r, drawn)
             for k in range(w):
                 G[q, k] = fma(c, data.A[s, k], G[q, k])
-    for k in range(w):
-        G[q, k] += noise_at(co.N, node.rn, k, node.v, node.u, co.dv)
+    if node.v != 0.0 or node.u != 0.0:  # else it adds N 0 = +0 (N finite): no value changes
+        for k in range(w):  # (but a zero's sign: -0 + 0 is +0, which compares equal)
+            G[q, k] += noise_at(co.N, node.rn, k, node.v, node.u, co.dv)
 
 
 KERNELS = ProblemKernels("samples", grad_row, warm=(("logistic", "minibatch+gaussian"),),

@@ -51,7 +51,7 @@ from ..errors import (
 from ..kernels import jit
 from ..kernels.oracles import ProblemKernels, noise_at
 from ..kernels.rng import row_key, uniform_index
-from ..kernels.rounding import fma, narrow_vectors, prefetch_row, prefetch_span, stored
+from ..kernels.rounding import fma, narrow_vectors, prefetch_head, prefetch_span, stored
 from .base import SAMPLED, Problem, rounded
 
 #: the data problems' defaults of the parameters that apply only to some data: split_alpha
@@ -110,14 +110,14 @@ def sample_index(key, j, m, batch):
 
 @jit(**INLINE_FLAGS)
 def prefetch_sample(data, s):
-    """Start loading row s: its label, and its dense values or its CSR values and column
-    indices."""
+    """Start loading row s: its label, and its dense values (their first lines:
+    prefetch_head) or its CSR values and column indices."""
     prefetch_span(data.y, s, s + 1)
     if data.sparse:
         prefetch_span(data.values, data.indptr[s], data.indptr[s + 1])
         prefetch_span(data.indices, data.indptr[s], data.indptr[s + 1])
     else:
-        prefetch_row(data.A, s)
+        prefetch_head(data.A, s)
 
 
 @jit(**INLINE_FLAGS)

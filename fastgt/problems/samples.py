@@ -156,8 +156,8 @@ def grad_row(co, node, X, r, G, q):
             x = np.float64(X[r, k])  # a float32 state: x * x in float64
             h = 1.0 + x * x
             G[q, k] = data.reg * 2.0 * x / (h * h)
-    # the next AHEAD rows' indices, each drawn once: when its row is prefetched, AHEAD rows
-    # before it is summed (the rows are random: their loads overlap, AHEAD in flight)
+    # the next AHEAD rows' indices, each drawn once, when its row's loads start (AHEAD rows
+    # before its sum: the rows are random, and their loads overlap, AHEAD in flight)
     i0, i1 = ahead_index(data, node, lo, m, 0, drawn), ahead_index(data, node, lo, m, 1, drawn)
     i2, i3 = ahead_index(data, node, lo, m, 2, drawn), ahead_index(data, node, lo, m, 3, drawn)
     nxt = i + 1  # fewer rows than that: the next node's first row too (no wait on it at

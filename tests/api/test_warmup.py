@@ -36,6 +36,11 @@ def test_a_warmup_in_another_process_leaves_this_one_nothing_to_compile(backgrou
 
     lines = [line for line in background_result.stdout.splitlines() if "ready in" in line]
     assert len(lines) == 2 * len(families()), background_result.stdout
+    # one line per problem family and state type, naming its problems (two lines that
+    # differed only in their times left a reader guessing)
+    names = ["quadratic, consensus, hetero_quadratic", "least_squares, logistic, nonconvex"]
+    assert [line.split(" ready in")[0] for line in lines] == [
+        f"fastgt kernels of {n} ({t})" for t in ("float32", "float64") for n in names], lines
     assert all(line.endswith(f"(cache: {runtime.cache_dir()})") for line in lines), lines
     for kernels, _ in families():
         for algorithm in ALGORITHMS:

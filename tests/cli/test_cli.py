@@ -646,17 +646,6 @@ def test_theory_takes_the_relaxations(monkeypatch):
                      '{"topology": "star", "n": 20}'), 2, "do not share their eigenvectors")
 
 
-def test_warmup_says_which_kernels_are_ready():
-    """One line per problem family and state type, naming its problems (two lines that
-    differed only in their times left a reader guessing)."""
-    res = invoke("warmup", "--dtype", "float64")
-    assert res.exit_code == 0, res.output
-    lines = [line for line in res.output.splitlines() if "ready in" in line]
-    assert len(lines) == 2, res.output
-    assert "quadratic, consensus, hetero_quadratic (float64)" in lines[0]
-    assert "least_squares, logistic, nonconvex (float64)" in lines[1]
-
-
 @pytest.mark.parametrize("args,fragments", [
     (["--topology", "from_matrix"], ["needs W (flat name matrix: --matrix in the shell)"]),
     (["--n", "8", "--algorithm", "dsgd", "--topology-y", '{"topology": "complete", "n": 8}'],

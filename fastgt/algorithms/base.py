@@ -233,6 +233,10 @@ class Batch:
         for cell in cells[1:]:
             if cell.noise.kind != first.noise.kind or cell.noise.uv.shape != first.noise.uv.shape:
                 raise FastGTError("cells of a batch must share the noise kind")
+        # the problem as a state of ``dtype`` reads it (Problem.in_dtype, as fastgt.run has
+        # it; a Batch built directly would otherwise put float64 arrays beside a float32
+        # state: kernel copies no run uses)
+        problem = problem.in_dtype(dtype)
         self.cells, self.problem = cells, problem
         self.pointers: dict = {}  # algorithm name -> its block function's pointer (advance)
         C, n, d = len(cells), first.W.n, problem.d

@@ -179,8 +179,8 @@ class DiagonalQuadratic(Problem):
     def in_dtype(self, dtype: str) -> DiagonalQuadratic:
         """A and B rounded to ``dtype`` and read as such (a float32 state: half the traffic
         of a heterogeneous step's A and B); abar, x* and f* are then those of the rounded
-        problem."""
-        if dtype == "float64":
+        problem. Itself when it is read as ``dtype`` already (Batch asks again)."""
+        if dtype == "float64" or self.data_dtype is np.dtype(dtype).type:
             return self
         return dataclasses.replace(self, A=rounded(self.A, dtype), B=rounded(self.B, dtype),
                                    data_dtype=np.dtype(dtype).type)

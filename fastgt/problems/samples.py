@@ -281,8 +281,9 @@ class SampleProblem(Problem):
     def in_dtype(self, dtype: str) -> SampleProblem:
         """The rows' values rounded to ``dtype`` and read as such by the kernels (a float32
         state: half the traffic of the sampled rows); f, x*, f* and zeta2 are the rounded
-        problem's, its optimum cached under a key of its own."""
-        if dtype == "float64":
+        problem's, its optimum cached under a key of its own. Itself when it is read as
+        ``dtype`` already (Batch asks again)."""
+        if dtype == "float64" or self.data_dtype is np.dtype(dtype).type:
             return self
         if dtype not in self.variants:
             self.variants[dtype] = dataclasses.replace(

@@ -40,6 +40,24 @@ def test_float32_state_is_half_the_bytes(algorithm):
     assert sizes["float32"] * 2 == sizes["float64"]
 
 
+
+@pytest.mark.parametrize("problem,kw", [("hetero_quadratic", {}),
+                                        ("logistic", {"samples": 4})])
+def test_a_float32_batch_reads_the_problem_rounded_as_fastgt_run_does(problem, kw):
+    """Batch rounds the problem to its state's type (Problem.in_dtype), once: a Batch built
+    directly got the float64 arrays beside a float32 state (kernel copies no run uses),
+    and asking a rounded problem again gives it back (a data problem's optimum is cached
+    under its variant's key: a second rounding would have solved it again)."""
+    W, d = fastgt.topology("ring", n=6), 3
+    prob = fastgt.problem(problem, **kw).build(W.n, d)
+    batch = Batch([Cell(W, make_noise("none", 0.0, d, W), 0.05, 1)], prob, dtype="float32")
+    rounded = batch.problem
+    assert rounded.data_dtype is np.float32 and prob.data_dtype is np.float64
+    assert np.array_equal(rounded.A, np.asarray(prob.A, dtype=np.float32))
+    assert rounded.in_dtype("float32") is rounded
+    assert Batch([Cell(W, make_noise("none", 0.0, d, W), 0.05, 1)], prob).problem is prob
+
+
 def test_rounding_floors_are_flagged_and_noise_is_not():
     """Setup B's noise is orthogonal to 1, so loss_avg decays to 0: a float64 run reaches
     ~1e-32, a float32 one stops at its rounding floor (~1e-15), and says so for loss_avg and

@@ -248,7 +248,7 @@ def test_row_padding_stays_zero_and_rows_start_on_lines(algorithm, problem, nois
 
     n, d = 14, 11
     W = fastgt.topology("interp_ring", n=n, alpha=0.7)
-    prob = fastgt.problem(problem).build(n, d).in_dtype(dtype)  # as fastgt.run rounds it
+    prob = fastgt.problem(problem).build(n, d)
     cells = [Cell(W, make_noise(noise, 2.0, d, W), 0.05, s) for s in (1, 2)]
     batch = Batch(cells, prob, dtype=dtype)
     assert batch.dp == 16

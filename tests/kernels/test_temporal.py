@@ -37,7 +37,7 @@ def _batch(W, noise, temporal_, problem="hetero_quadratic", local=1, dtype="floa
     kw = {"zeta": 1.0} if problem == "hetero_quadratic" else {}
     if problem == "logistic":
         kw, noise = {"samples": 6, "batch_size": 2}, "minibatch"
-    prob = fastgt.problem(problem, **kw).build(W.n, d).in_dtype(dtype)  # as fastgt.run has it
+    prob = fastgt.problem(problem, **kw).build(W.n, d)
     cells = [Cell(W, make_noise(noise, 1.0, prob.d, W), 0.02, 3),
              Cell(W, make_noise(noise, 0.5, prob.d, W), 0.05, 8)]
     return Batch(cells, prob, local_steps=local, temporal=temporal_, dtype=dtype)

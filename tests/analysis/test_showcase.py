@@ -11,7 +11,8 @@ import fastgt
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
 import showcase
 
-pytestmark = pytest.mark.usefixtures("one_numba_thread")
+# late: by then the background warm-up has compiled the kernels it runs
+pytestmark = [pytest.mark.usefixtures("one_numba_thread"), pytest.mark.late]
 
 
 def test_showcase_quick(tmp_path):

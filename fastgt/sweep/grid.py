@@ -45,7 +45,7 @@ from ..flat import (
 from ..params import PARAMS, from_file, inapplicable, is_implicit, scoped
 from ..problems.noise import check_noise_topology
 from ..topology import FAMILIES
-from .tables import NUMERICS_VERSION
+from .tables import cell_numerics
 
 #: every family, from_edges and from_matrix with the path of a file (``edges``, ``matrix``)
 GRID_FAMILIES = tuple(FAMILIES)
@@ -103,8 +103,9 @@ def _keyed(key: str, msg: str) -> FastGTError:
 
 
 def cell_id(params: dict) -> str:
-    """16 hex digits of sha256 over the cell's identity (sorted JSON) and NUMERICS_VERSION."""
-    blob = json.dumps({"numerics": NUMERICS_VERSION, "params": identity(params)},
+    """16 hex digits of sha256 over the cell's identity (sorted JSON) and the version of
+    its numbers (tables.cell_numerics)."""
+    blob = json.dumps({"numerics": cell_numerics(params), "params": identity(params)},
                       sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -52,9 +52,9 @@ from ..procs import process_start
 from .claims import Claims
 from .tables import (
     CELL_SCHEMA,
-    NUMERICS_VERSION,
     TRACE_SCHEMA,
     by_version,
+    cell_numerics,
     check_columns,
     columns_of,
     declared_table,
@@ -243,7 +243,7 @@ class Store(Claims):
             self._put("traces", name, traces)
         rows = [{"id": cid, **params, **row,
                  "provenance": json.dumps({"params": params, **meta}, default=str),
-                 "numerics": NUMERICS_VERSION}
+                 "numerics": cell_numerics(params)}
                 for cid, params, row, _, meta in results]
         self._put("cells", name, declared_table(columns_of(rows), len(rows), CELL_SCHEMA))
         self._ids[name] = [r[0] for r in results]
@@ -399,7 +399,7 @@ class Store(Claims):
         cols = None if columns is None else list(columns)
         extra = [] if cols is None else [
             o for o in dict.fromkeys([*(CONDITIONAL[k][0] for k in cols if k in CONDITIONAL),
-                                      "numerics"]) if o not in cols]
+                                      "numerics", "problem"]) if o not in cols]
         out, older = by_version(null_inapplicable(self._table(sub, None if cols is None else
                                                               [*cols, *extra], where)))
         if len(older) and sub == "cells" and not self._said_older:  # once per Store (a read)
@@ -520,7 +520,7 @@ class Store(Claims):
 
     def older_ids(self) -> set[str]:
         """The cells of DIR/cells whose rows hold another fastgt's numbers (by_version)."""
-        return set(by_version(self._table("cells", ["id", "numerics"], None))[1]["id"]
+        return set(by_version(self._table("cells", ["id", "numerics", "problem"], None))[1]["id"]
                    .to_pylist())
 
     def _older(self, files: dict) -> bool:
@@ -528,7 +528,8 @@ class Store(Claims):
         for path in files.values():
             with self._parquet(path) as f:
                 names = f.schema_arrow.names
-                if len(by_version(f.read(columns=[c for c in ["numerics"] if c in names]))[1]):
+                if len(by_version(f.read(columns=[c for c in ["numerics", "problem"]
+                                                  if c in names]))[1]):
                     return True
         return False
 

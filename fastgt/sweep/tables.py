@@ -11,17 +11,9 @@ import pyarrow.compute as pc
 
 from ..errors import FastGTError, FastGTWarning, caller_level
 from ..metrics import METRICS, PROBLEM_COLUMNS
+from ..numerics import NUMERICS_VERSION, PROBLEM_NUMERICS, numerics_of
 from ..params import CONDITIONAL, IMPLICIT, PARAMS, is_implicit
 from ..theory import THEORY_COLUMNS
-
-#: the version of the numbers a cell's parameters give, bumped when the same parameters
-#: start giving different numbers: hashed into every cell id (grid.cell_id) and kept in a
-#: column of every row, so that a directory's rows of another version are neither taken
-#: for this version's cells nor read beside them (Store.table; null: a row written before
-#: the column, version 1). 1: to 2026-11-23; 2: the normal generator of 2026-11-23
-#: (every noisy run's numbers), and ids that leave out a value spelled out at what the
-#: cell runs with anyway (grid.identity).
-NUMERICS_VERSION = 2
 
 _ARROW = {int: pa.int64(), float: pa.float64(), str: pa.string(), bool: pa.bool_()}
 _PARAM_FIELDS = [pa.field(k, _ARROW[p.kind]) for k, p in PARAMS.items()]
@@ -77,26 +69,51 @@ def null_inapplicable(table: pa.Table) -> pa.Table:
 
 
 def by_version(table: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """(the rows of this fastgt's numbers, the others): column numerics = NUMERICS_VERSION;
-    null, or a table without the column, is a row written before it. No Python value goes
-    to pyarrow (that imports pandas: ``fastgt status`` stays light)."""
+    """(the rows of this fastgt's numbers, the others): column numerics = the version of
+    the row's problem (numerics.numerics_of; a table without the problem column, or a
+    null, is the default problem's); a null numerics, or a table without the column, is a
+    row written before it. No Python value goes to pyarrow (that imports pandas:
+    ``fastgt status`` stays light)."""
     if "numerics" not in table.column_names:
         return table.slice(0, 0), table
     col = table["numerics"]
-    if not len(col) or (col.null_count == 0 and set(pc.min_max(col).as_py().values()) == {
-            NUMERICS_VERSION}):
-        return table, table.slice(0, 0)
-    version = pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(
-        NUMERICS_VERSION.to_bytes(8, "little", signed=True))])
-    keep = pc.is_in(col, value_set=version)  # null -> false
+    keep = pc.and_kleene(pc.is_valid(col), pc.equal(col, _versions(table)))  # null: False
     return table.filter(keep), table.filter(pc.invert(keep))
+
+
+def cell_numerics(params: dict) -> int:
+    """The version of the numbers a cell of ``params`` gives (numerics.numerics_of)."""
+    return numerics_of(params.get("problem", PARAMS["problem"].default))
+
+
+def _versions(table: pa.Table) -> pa.Array:
+    """The version each row of ``table`` should have, by its problem."""
+    base = _int64s(np.full(len(table), NUMERICS_VERSION))
+    if "problem" not in table.column_names:
+        return base
+    names = list(PROBLEM_NUMERICS)
+    index = pc.index_in(table["problem"], value_set=_strings(names))  # null: not named
+    return pc.coalesce(pc.take(_int64s(np.array([numerics_of(k) for k in names])), index),
+                       base)
+
+
+def _int64s(values: np.ndarray) -> pa.Array:
+    return pa.Array.from_buffers(pa.int64(), len(values), [
+        None, pa.py_buffer(np.ascontiguousarray(values, dtype="<i8").tobytes())])
+
+
+def _strings(values: list[str]) -> pa.Array:
+    data = [v.encode() for v in values]
+    offsets = np.cumsum([0, *map(len, data)], dtype="<i4")
+    return pa.Array.from_buffers(pa.string(), len(values), [
+        None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(data))])
 
 
 def older_left_out(where: str, n: int) -> None:
     """The FastGTWarning of ``n`` cells of another fastgt's numbers left out of a read."""
     warnings.warn(f"{where}: {n} {'cell' if n == 1 else 'cells'} computed by another fastgt "
-                  f"(numerics version other than {NUMERICS_VERSION}: their numbers can differ "
-                  "from this one's) left out; a rerun of their sweep computes them anew, and "
+                  "(another numerics version: their numbers can differ from this "
+                  "one's) left out; a rerun of their sweep computes them anew, and "
                   "`fastgt compact` moves them to older/", FastGTWarning,
                   stacklevel=caller_level())
 
@@ -133,7 +150,7 @@ def trace_table(results: list) -> pa.Table | None:
         return None
     counts = np.array([len(t["step"]) for _, _, t in traced])
     take = pa.array(np.repeat(np.arange(len(traced)), counts))
-    per_cell = columns_of([{"id": cid, **params, "numerics": NUMERICS_VERSION}
+    per_cell = columns_of([{"id": cid, **params, "numerics": cell_numerics(params)}
                            for cid, params, _ in traced])
     cols = {k: _array(k, v, TRACE_SCHEMA).take(take) for k, v in per_cell.items()}
     for c in traced[0][2]:

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import fastgt
+from fastgt import numerics
 from fastgt.cli.sweep import grid as grid_cmd
 from fastgt.errors import FastGTError
 from fastgt.flat import cell_topology, problem_flat_params, topology_params
@@ -77,8 +78,17 @@ def test_id_is_sha256_of_canonical_json_and_numerics_version(monkeypatch):
     assert same.id == cell.id
     (other,) = G.parse_spec('[run]\ntopology = "ring"\nn = 8\nseed = 1\n').cells()
     assert other.id != cell.id
-    monkeypatch.setattr(G, "NUMERICS_VERSION", G.NUMERICS_VERSION + 1)
+    monkeypatch.setattr(numerics, "NUMERICS_VERSION", numerics.NUMERICS_VERSION + 1)
     assert G.make_cell(cell.params).id != cell.id
+
+
+def test_a_problems_own_numerics_version_names_a_problem_and_follows_the_base():
+    """numerics.PROBLEM_NUMERICS: one sequence of versions (a problem's own comes after the
+    base it changed from), for registered problems only."""
+    from fastgt.problems import PROBLEMS
+
+    assert set(numerics.PROBLEM_NUMERICS) <= set(PROBLEMS)
+    assert all(v > numerics.NUMERICS_VERSION for v in numerics.PROBLEM_NUMERICS.values())
 
 
 @pytest.mark.parametrize("unset,spelled", [
@@ -499,7 +509,7 @@ def test_topology_tables_are_checked_and_kept_in_one_spelling(monkeypatch):
     one spelling, its family's defaults left out; a table that sets no default hashes as it
     did (the ids of commit 3120cb3, of numerics version 1, back under that version): an
     inline list (from_edges' edges) is the family's to judge."""
-    monkeypatch.setattr(G, "NUMERICS_VERSION", 1)
+    monkeypatch.setattr(numerics, "NUMERICS_VERSION", 1)
     ring = '[run]\ntopology = "ring"\nn = 8\ntopology_y = {topology = "ring", n = 8, %s}\n'
     (cell,) = G.parse_spec(ring % "self_weight = 0.5").cells()
     assert cell.id == "201e8105e9b8241c"

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 import fastgt
+from fastgt import numerics
 from fastgt.cli.results import compact as compact_cmd
 from fastgt.procs import process_start
 from fastgt.sweep import storage, tables
@@ -462,7 +463,7 @@ def test_first_layout_directories_are_read_kept_and_left_out(tmp_path):
     assert store.ids() == {results[0][0], results[1][0]} == store.older_ids()
     assert store.provenance(results[0][0])["params"] == results[0][1]
     with pytest.warns(fastgt.FastGTWarning, match=r": 2 cells computed by another fastgt "
-                                                  r"\(numerics version other than 2"):
+                                                  r"\(another numerics version"):
         cells, traces = load(tmp_path)
     assert len(cells) == 0 and len(traces) == 0
     def reads():  # two stores, then one store's two reads (status --failed): said once
@@ -494,6 +495,31 @@ def test_first_layout_directories_are_read_kept_and_left_out(tmp_path):
         assert len(load(tmp_path, columns=[], traces=False)[0]) == 1  # (a KeyError once)
 
 
+def test_a_change_of_one_problems_numbers_leaves_the_others_cells_alone(tmp_path, monkeypatch):
+    """A problem whose numbers change alone takes the next version (numerics.PROBLEM_NUMERICS):
+    its cells get new ids and its older rows are set apart, while the other problems' cells
+    keep their ids and rows (a bump of the base version recomputed every sweep's cells)."""
+    cells = [make_cell({"topology": "ring", "n": 8, "problem": p})
+             for p in ("quadratic", "logistic")]
+    trace = {"step": np.array([0, 10]), "loss_nodes": np.array([1.0, 0.5])}
+    store = Store(tmp_path)
+    store.write([(c.id, c.params, {"status": "ok", "loss_nodes": 0.5}, trace, {})
+                 for c in cells])
+    written = pq.read_table(tmp_path / "cells", columns=["problem", "numerics"]).to_pylist()
+    assert sorted(map(tuple, (r.values() for r in written))) == [
+        ("logistic", numerics.numerics_of("logistic")), ("quadratic", numerics.NUMERICS_VERSION)]
+    assert store.older_ids() == set() and len(load(tmp_path)[1]) == 4
+    monkeypatch.setitem(numerics.PROBLEM_NUMERICS, "logistic",
+                        numerics.numerics_of("logistic") + 1)
+    quadratic, logistic = cells
+    assert make_cell(quadratic.params).id == quadratic.id
+    assert make_cell(logistic.params).id != logistic.id
+    assert Store(tmp_path).older_ids() == {logistic.id}
+    with pytest.warns(fastgt.FastGTWarning, match=": 1 cell computed by another fastgt"):
+        got, traces = load(tmp_path)
+    assert list(got.id) == [quadratic.id] and set(traces.id) == {quadratic.id}
+
+
 def test_status_reads_without_numba_or_pandas(tmp_path):
     """``fastgt status`` starts light: no numba, no pandas, no pyarrow.dataset (which
     imports pandas); ``fastgt compact`` says what it did."""
@@ -516,12 +542,11 @@ def test_a_sweep_resumes_a_first_layout_directory(tmp_path, monkeypatch):
     """A sweep on a directory of the first layout, whose cells have the ids of numerics
     version 1, computes every cell anew, says so, and moves the old rows to DIR/older as it
     compacts; every row loaded is that of a direct run, without a warning."""
-    from fastgt.sweep import grid
     from fastgt.sweep.executors import run_sweep
 
     plist = [{**SMALL, "seed": s} for s in range(3)]
     results = _results(plist)
-    monkeypatch.setattr(grid, "NUMERICS_VERSION", 1)
+    monkeypatch.setattr(numerics, "NUMERICS_VERSION", 1)
     old = [(make_cell(p).id, *r[1:]) for p, r in zip(plist, results)]
     monkeypatch.undo()
     assert not {r[0] for r in old} & {r[0] for r in results}

@@ -123,6 +123,15 @@ def quiet_interrupted_sync(record: logging.LogRecord) -> bool:
                 and code.co_filename.endswith(os.path.join("distributed", "utils.py")))
 
 
+def quiet_cancelled_gather(record: logging.LogRecord) -> bool:
+    """A logging filter for the ``distributed.scheduler`` logger of the driver's own
+    LocalCluster, installed as an interrupted sweep cancels its tasks: False (drop) for the
+    scheduler's error on a gather of keys it has just forgotten (those tasks, cancelled),
+    seen now and then under the driver's "interrupted" line on a busy host (a race with the
+    cancel)."""
+    return not record.getMessage().startswith("Couldn't gather keys")
+
+
 class LostTask(Exception):
     """A task whose worker died: its cells are not recorded (a rerun computes them)."""
 
@@ -273,6 +282,7 @@ class DaskBackend:
     def close(self, terminate: bool = False) -> None:
         if self.client is not None:
             if terminate and self.futures:
+                logging.getLogger("distributed.scheduler").addFilter(quiet_cancelled_gather)
                 self.client.cancel(list(self.futures))
             self.client.close()
         if self.cluster is not None:

@@ -3,6 +3,7 @@
 import logging
 import os
 import sys
+import time
 import uuid
 
 import numpy as np
@@ -12,7 +13,7 @@ from click.testing import CliRunner
 import fastgt
 from fastgt.cli.sweep import grid as grid_cmd
 from fastgt.errors import FastGTError
-from fastgt.sweep.backends import DaskBackend, quiet_interrupted_sync
+from fastgt.sweep.backends import DaskBackend, quiet_cancelled_gather, quiet_interrupted_sync
 from fastgt.sweep.grid import load_spec
 from fastgt.sweep.storage import Store, load
 
@@ -146,10 +147,22 @@ def test_local_cluster_is_loopback_only_with_enforced_threads():
             return os.environ["NUMBA_NUM_THREADS"], numba.config.NUMBA_NUM_THREADS
 
         assert list(backend.client.run(threads).values()) == [("1", 1)]
+        backend.futures.add(backend.client.submit(time.sleep, 60))  # in flight at the end
     finally:
-        backend.close()
+        backend.close(terminate=True)  # as an interrupted sweep closes it
+    assert quiet_cancelled_gather in logging.getLogger("distributed.scheduler").filters
     assert {k: os.environ.get(k) for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")} == {
         k: before.get(k) for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS")}
+
+
+def test_a_cancel_drops_only_the_schedulers_error_on_the_keys_it_forgot():
+    def record(msg):
+        return logging.LogRecord("distributed.scheduler", logging.ERROR, __file__, 1, msg, (),
+                                 None)
+
+    assert not quiet_cancelled_gather(record("Couldn't gather keys: {'run_cells-0a': "
+                                             "'forgotten'}"))
+    assert quiet_cancelled_gather(record("Worker tcp://127.0.0.1:1 failed"))
 
 
 def test_missing_dask_gives_the_install_hint(monkeypatch):

@@ -15,7 +15,8 @@ One family, compiled once for all three problems: the loss and regularizer are i
 codes read per row (a branch per sample, against a dot product of d).
 
 Dense rows are summed four at a time: their four margins first (independent dot products,
-whose latencies overlap), then one pass over the gradient row adding the four products in
+whose latencies overlap), their four slopes' exps in one vector (kernels/exp.py: each
+lane's bits those of a single row's exp), then one pass over the gradient row adding the four products in
 row order, each rounded into it as a row at a time would (the same bits: the golden set of
 tests/kernels/golden_data.json, and a row-at-a-time twin in tests/problems/test_samples.py
 on any CPU), the gradient row read and written once, not four times.
@@ -49,6 +50,7 @@ from ..errors import (
     check_int,
 )
 from ..kernels import jit
+from ..kernels.exp import exp_neg, exp_neg4
 from ..kernels.oracles import ProblemKernels, noise_at
 from ..kernels.rng import row_key, uniform_index
 from ..kernels.rounding import fma, narrow_vectors, prefetch_head, prefetch_span, stored
@@ -85,8 +87,27 @@ def loss_slope(code, z, y):
     if code == 0:
         return z - y
     m = y * z
-    e = math.exp(-abs(m))  # exp(-m) for m > 0, exp(m) otherwise: the two branches' bits
+    return logistic_slope(m, y, exp_neg(-abs(m)))
+
+
+@jit(**INLINE_FLAGS)
+def logistic_slope(m, y, e):
+    """The logistic loss's slope at the margin m = y z, given e = exp(-|m|): exp(-m) for
+    m > 0, exp(m) otherwise (the two branches' bits)."""
     return -y * (e if m > 0.0 else 1.0) / (1.0 + e)  # a select, not a branch
+
+
+@jit(**INLINE_FLAGS)
+def loss_slopes4(code, z0, z1, z2, z3, y0, y1, y2, y3):
+    """loss_slope of four margins, their four exps in one vector (kernels/exp.py: each
+    lane's bits those of the one-value exp, so a row's slope does not depend on the
+    block it falls in)."""
+    if code == 0:
+        return z0 - y0, z1 - y1, z2 - y2, z3 - y3
+    m0, m1, m2, m3 = y0 * z0, y1 * z1, y2 * z2, y3 * z3
+    e0, e1, e2, e3 = exp_neg4(-abs(m0), -abs(m1), -abs(m2), -abs(m3))
+    return (logistic_slope(m0, y0, e0), logistic_slope(m1, y1, e1),
+            logistic_slope(m2, y2, e2), logistic_slope(m3, y3, e3))
 
 
 @jit(cache=True, error_model="numpy", fastmath=True)
@@ -173,8 +194,11 @@ def grad_row(co, node, X, r, G, q):
             i1 = ahead_index(data, node, lo, m, j + AHEAD + 1, drawn)
             i2 = ahead_index(data, node, lo, m, j + AHEAD + 2, drawn)
             i3 = ahead_index(data, node, lo, m, j + AHEAD + 3, drawn)
-            c0, c1 = dense_slope(data, s0, X, r, drawn), dense_slope(data, s1, X, r, drawn)
-            c2, c3 = dense_slope(data, s2, X, r, drawn), dense_slope(data, s3, X, r, drawn)
+            c0, c1, c2, c3 = loss_slopes4(
+                data.loss, dense_dot(data.A, s0, X, r), dense_dot(data.A, s1, X, r),
+                dense_dot(data.A, s2, X, r), dense_dot(data.A, s3, X, r),
+                data.y[s0], data.y[s1], data.y[s2], data.y[s3])
+            c0, c1, c2, c3 = c0 / drawn, c1 / drawn, c2 / drawn, c3 / drawn
             for k in range(w):  # in row order, each product rounded into G as stored
                 g = stored(G, fma(c0, data.A[s0, k], G[q, k]))
                 g = stored(G, fma(c1, data.A[s1, k], g))

@@ -16,14 +16,15 @@ codes read per row (a branch per sample, against a dot product of d).
 
 Dense rows are summed four at a time: their four margins first (independent dot products,
 whose latencies overlap), their four slopes' exps in one vector (kernels/exp.py: each
-lane's bits those of a single row's exp), then one pass over the gradient row adding the four products in
+lane's bits those of a single dense row's exp), then one pass over the gradient row adding the four products in
 row order, each rounded into it as a row at a time would (the same bits: the golden set of
 tests/kernels/golden_data.json, and a row-at-a-time twin in tests/problems/test_samples.py
 on any CPU), the gradient row read and written once, not four times.
 GT's step on logistic regression took 0.79-1.00x the time on an AMD EPYC Zen 4
-(bench/bench_ml.py's sizes, docs/performance.md). Sparse rows go four at a time too, for
-their four exps in one vector (their four dot products, then their four scatters in row
-order: a row at a time's bits); their blocks gained nothing with an exp per row.
+(bench/bench_ml.py's sizes, docs/performance.md). Sparse rows go one at a time, with
+libm's exp (loss_slope): in blocks of four with the vector exp they took 0.88-0.97x the
+time, but 15 s more to compile per algorithm and state type (numba inlines every call's
+code, the rows' index pipeline's too).
 """
 
 from __future__ import annotations
@@ -80,16 +81,19 @@ SampleData = namedtuple("SampleData", "A indptr indices values y offsets batch r
 
 
 @jit(**INLINE_FLAGS)
-def loss_slope(code, z, y):
+def loss_slope(code, z, y, own_exp):
     """d loss(z, y) / dz: squared z - y; logistic -y / (1 + exp(y z)), written so that no
     exp overflows (large margins of either sign): -y e / (1 + e) with e = exp(-y z) for a
     positive margin, -y / (1 + e) with e = exp(y z) otherwise, without a branch (the
     margins' signs are random early in a run, and a branch mispredicted every other sample
-    cost 5-20% of a gradient at d = 50: bench/bench_ml.py)."""
+    cost 5-20% of a gradient at d = 50: bench/bench_ml.py). ``own_exp``: fastgt's exp
+    (kernels/exp.py), whose bits the dense blocks' four-lane exp gives, for dense rows;
+    libm's for sparse rows, summed one at a time, where its shorter latency is worth 12-16%
+    of a gradient at batch 64 (docs/performance.md)."""
     if code == 0:
         return z - y
     m = y * z
-    return logistic_slope(m, y, exp_neg(-abs(m)))
+    return logistic_slope(m, y, exp_neg(-abs(m)) if own_exp else math.exp(-abs(m)))
 
 
 @jit(**INLINE_FLAGS)
@@ -155,33 +159,9 @@ def ahead_index(data, node, lo, m, j, drawn):
 
 
 @jit(**INLINE_FLAGS)
-def ahead_indices(data, node, lo, m, j, drawn):
-    """ahead_index of the node's drawn rows j to j + 3."""
-    return (ahead_index(data, node, lo, m, j, drawn), ahead_index(data, node, lo, m, j + 1, drawn),
-            ahead_index(data, node, lo, m, j + 2, drawn),
-            ahead_index(data, node, lo, m, j + 3, drawn))
-
-
-@jit(**INLINE_FLAGS)
 def dense_slope(data, s, X, r, drawn):
     """loss'(a_s^T X[r], y_s) / drawn, for dense row s."""
-    return loss_slope(data.loss, dense_dot(data.A, s, X, r), data.y[s]) / drawn
-
-
-@jit(**INLINE_FLAGS)
-def sparse_dot(data, s, X, r):
-    """a_s^T X[r] for CSR row s, its nonzeros in order."""
-    z = 0.0
-    for p in range(data.indptr[s], data.indptr[s + 1]):
-        z = fma(data.values[p], X[r, data.indices[p]], z)
-    return z
-
-
-@jit(**INLINE_FLAGS)
-def sparse_add(data, s, c, G, q):
-    """G[q] += c a_s for CSR row s, a rounding per nonzero."""
-    for p in range(data.indptr[s], data.indptr[s + 1]):
-        G[q, data.indices[p]] = fma(c, data.values[p], G[q, data.indices[p]])
+    return loss_slope(data.loss, dense_dot(data.A, s, X, r), data.y[s], True) / drawn
 
 
 @jit(**INLINE_FLAGS)
@@ -205,28 +185,21 @@ def grad_row(co, node, X, r, G, q):
             G[q, k] = data.reg * 2.0 * x / (h * h)
     # the next AHEAD rows' indices, each drawn once, when its row's loads start (AHEAD rows
     # before its sum: the rows are random, and their loads overlap, AHEAD in flight)
-    i0, i1, i2, i3 = ahead_indices(data, node, lo, m, 0, drawn)
+    i0, i1 = ahead_index(data, node, lo, m, 0, drawn), ahead_index(data, node, lo, m, 1, drawn)
+    i2, i3 = ahead_index(data, node, lo, m, 2, drawn), ahead_index(data, node, lo, m, 3, drawn)
     nxt = i + 1  # fewer rows than that: the next node's first row too (no wait on it at
     if drawn < AHEAD and nxt < data.offsets.shape[0] - 1:  # the start of its gradient)
         lo1 = data.offsets[nxt]
         prefetch_sample(data, lo1 + sample_index(row_key(node.tkey, nxt), 0,
                                                  data.offsets[nxt + 1] - lo1, data.batch))
-    if data.sparse:  # sparse rows 4 at a time too: their four exps in one vector
+    done = 0
+    if not data.sparse:  # dense rows 4 at a time (module doc), the rest one by one
         for j in range(0, drawn - 3, 4):
             s0, s1, s2, s3 = i0, i1, i2, i3
-            i0, i1, i2, i3 = ahead_indices(data, node, lo, m, j + AHEAD, drawn)
-            c0, c1, c2, c3 = loss_slopes4(
-                data.loss, sparse_dot(data, s0, X, r), sparse_dot(data, s1, X, r),
-                sparse_dot(data, s2, X, r), sparse_dot(data, s3, X, r),
-                data.y[s0], data.y[s1], data.y[s2], data.y[s3])
-            sparse_add(data, s0, c0 / drawn, G, q)
-            sparse_add(data, s1, c1 / drawn, G, q)
-            sparse_add(data, s2, c2 / drawn, G, q)
-            sparse_add(data, s3, c3 / drawn, G, q)
-    else:  # dense rows 4 at a time (module doc), the rest one by one
-        for j in range(0, drawn - 3, 4):
-            s0, s1, s2, s3 = i0, i1, i2, i3
-            i0, i1, i2, i3 = ahead_indices(data, node, lo, m, j + AHEAD, drawn)
+            i0 = ahead_index(data, node, lo, m, j + AHEAD, drawn)
+            i1 = ahead_index(data, node, lo, m, j + AHEAD + 1, drawn)
+            i2 = ahead_index(data, node, lo, m, j + AHEAD + 2, drawn)
+            i3 = ahead_index(data, node, lo, m, j + AHEAD + 3, drawn)
             c0, c1, c2, c3 = loss_slopes4(
                 data.loss, dense_dot(data.A, s0, X, r), dense_dot(data.A, s1, X, r),
                 dense_dot(data.A, s2, X, r), dense_dot(data.A, s3, X, r),
@@ -237,14 +210,18 @@ def grad_row(co, node, X, r, G, q):
                 g = stored(G, fma(c1, data.A[s1, k], g))
                 g = stored(G, fma(c2, data.A[s2, k], g))
                 G[q, k] = fma(c3, data.A[s3, k], g)
-    done = drawn - drawn % 4
+        done = drawn - drawn % 4
     for j in range(done, drawn):
         s = i0
         i0, i1, i2 = i1, i2, i3
         i3 = ahead_index(data, node, lo, m, j + AHEAD, drawn)
         if data.sparse:
-            sparse_add(data, s, loss_slope(data.loss, sparse_dot(data, s, X, r), data.y[s])
-                       / drawn, G, q)
+            z = 0.0
+            for p in range(data.indptr[s], data.indptr[s + 1]):
+                z = fma(data.values[p], X[r, data.indices[p]], z)
+            c = loss_slope(data.loss, z, data.y[s], False) / drawn
+            for p in range(data.indptr[s], data.indptr[s + 1]):
+                G[q, data.indices[p]] = fma(c, data.values[p], G[q, data.indices[p]])
         else:
             c = dense_slope(data, s, X, r, drawn)
             for k in range(w):

@@ -13,9 +13,10 @@ minibatches, full gradients, added noise, a float32 state) have a set of their o
 tests/kernels/golden_data.json, written before the blocked minibatch gradient
 (problems/samples.py) by ``python tests/kernels/test_golden.py --write-data`` (its sparse
 runs re-recorded after, when their file came to be drawn with numpy alone: the change left
-sparse rows' code as it was; the 36 logistic and non-convex runs re-recorded when their
-slope came to use fastgt's own exp, kernels/exp.py, numerics version 3 of those problems:
-every sum and norm within 8e-16 of the one before, the 14 others' bits unchanged).
+sparse rows' code as it was; the 24 float64 logistic and non-convex runs on dense rows
+re-recorded when their slope came to use fastgt's own exp, kernels/exp.py, numerics
+version 3 of those problems: every sum and norm within 8e-16 of the one before, the 26
+others' bits unchanged, sparse rows keeping libm's exp).
 tests/problems/test_samples.py checks those blocks' bits on any CPU.
 """
 

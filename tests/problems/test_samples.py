@@ -225,7 +225,7 @@ def _row_by_row(data, rows, counts, X, G):
                 z = 0.0
                 for p in range(data.indptr[s], data.indptr[s + 1]):
                     z = samples.fma(data.values[p], X[i, data.indices[p]], z)
-                c = samples.loss_slope(data.loss, z, data.y[s]) / counts[i]
+                c = samples.loss_slope(data.loss, z, data.y[s], False) / counts[i]
                 for p in range(data.indptr[s], data.indptr[s + 1]):
                     G[i, data.indices[p]] = samples.fma(c, data.values[p],
                                                         G[i, data.indices[p]])

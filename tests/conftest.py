@@ -49,12 +49,8 @@ def pytest_configure(config):
 @pytest.hookimpl(trylast=True)  # after -k / -m have deselected what they deselect
 def pytest_collection_modifyitems(config, items):
     """Start the background jobs of the selected tests (tests/background.py) and run those
-    tests last; --collect-only starts none. Tests marked ``late`` run just before them:
-    their cold compile would repeat the background warm-up's, which has by then filled
-    the cache (the showcase's run compiled for 115 of its 130 s when it came first)."""
+    tests last; --collect-only starts none."""
     items[:] = background.start(items, launch=not config.option.collectonly)
-    items.sort(key=lambda item: 2 if item.get_closest_marker("background")
-               else 1 if item.get_closest_marker("late") else 0)  # stable
 
 
 def pytest_sessionfinish():

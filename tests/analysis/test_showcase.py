@@ -11,8 +11,7 @@ import fastgt
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
 import showcase
 
-# late: by then the background warm-up has compiled the kernels it runs
-pytestmark = [pytest.mark.usefixtures("one_numba_thread"), pytest.mark.late]
+pytestmark = pytest.mark.usefixtures("one_numba_thread")
 
 
 def test_showcase_quick(tmp_path):

@@ -17,8 +17,9 @@ from __future__ import annotations
 NUMERICS_VERSION = 2
 
 #: problems whose numbers changed alone since the base: name -> their version. 3: the
-#: logistic loss's slope by fastgt's own exp (kernels/exp.py, 2026-11-27), four rows'
-#: slopes in one vector, where each row called libm's (within an ulp of each other)
+#: logistic loss's slope on dense rows by fastgt's own exp (kernels/exp.py, 2026-11-27),
+#: four rows' exps in one vector, where each row called libm's (within an ulp of each
+#: other; sparse rows keep libm's, their cells recomputed all the same)
 PROBLEM_NUMERICS: dict[str, int] = {"logistic": 3, "nonconvex": 3}
 
 

@@ -16,10 +16,11 @@ codes read per row (a branch per sample, against a dot product of d).
 
 Dense rows are summed four at a time: their four margins first (independent dot products,
 whose latencies overlap), their four slopes' exps in one vector (kernels/exp.py: each
-lane's bits those of a single dense row's exp), then one pass over the gradient row adding the four products in
-row order, each rounded into it as a row at a time would (the same bits: the golden set of
-tests/kernels/golden_data.json, and a row-at-a-time twin in tests/problems/test_samples.py
-on any CPU), the gradient row read and written once, not four times.
+lane's bits those of a single dense row's exp), then one pass over the gradient row adding
+the four products in row order, each rounded into it as a row at a time would (the same
+bits: the golden set of tests/kernels/golden_data.json, and a row-at-a-time twin in
+tests/problems/test_samples.py on any CPU), the gradient row read and written once, not
+four times.
 GT's step on logistic regression took 0.79-1.00x the time on an AMD EPYC Zen 4
 (bench/bench_ml.py's sizes, docs/performance.md). Sparse rows go one at a time, with
 libm's exp (loss_slope): in blocks of four with the vector exp they took 0.88-0.97x the
@@ -105,9 +106,9 @@ def logistic_slope(m, y, e):
 
 @jit(**INLINE_FLAGS)
 def loss_slopes4(code, z0, z1, z2, z3, y0, y1, y2, y3):
-    """loss_slope of four margins, their four exps in one vector (kernels/exp.py: each
-    lane's bits those of the one-value exp, so a row's slope does not depend on the
-    block it falls in)."""
+    """loss_slope of four dense rows' margins, their four exps in one vector
+    (kernels/exp.py: each lane's bits those of the one-value exp, so a dense row's slope
+    does not depend on the block it falls in)."""
     if code == 0:
         return z0 - y0, z1 - y1, z2 - y2, z3 - y3
     m0, m1, m2, m3 = y0 * z0, y1 * z1, y2 * z2, y3 * z3

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from ..errors import FastGTError, FastGTWarning, caller_level
 from ..metrics import METRICS, PROBLEM_COLUMNS
-from ..numerics import NUMERICS_VERSION, PROBLEM_NUMERICS, numerics_of
+from ..numerics import PROBLEM_NUMERICS, numerics_of
 from ..params import CONDITIONAL, IMPLICIT, PARAMS, is_implicit
 from ..theory import THEORY_COLUMNS
 
@@ -78,6 +78,8 @@ def by_version(table: pa.Table) -> tuple[pa.Table, pa.Table]:
         return table.slice(0, 0), table
     col = table["numerics"]
     keep = pc.and_kleene(pc.is_valid(col), pc.equal(col, _versions(table)))  # null: False
+    if pc.all(keep).as_py():  # the usual case: no copy of a big table
+        return table, table.slice(0, 0)
     return table.filter(keep), table.filter(pc.invert(keep))
 
 
@@ -88,7 +90,7 @@ def cell_numerics(params: dict) -> int:
 
 def _versions(table: pa.Table) -> pa.Array:
     """The version each row of ``table`` should have, by its problem."""
-    base = _int64s(np.full(len(table), NUMERICS_VERSION))
+    base = _int64s(np.full(len(table), numerics_of(PARAMS["problem"].default)))
     if "problem" not in table.column_names:
         return base
     names = list(PROBLEM_NUMERICS)

@@ -19,7 +19,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-F64 = types.float64
+from .rounding import F64
+
 #: below it the value is 0 (exp(-708) = 3.3e-308: its 2^k, 2^-1021, is still a normal
 #: double's)
 LOWEST = -708.0

@@ -93,10 +93,9 @@ def _versions(table: pa.Table) -> pa.Array:
     base = _int64s(np.full(len(table), numerics_of(PARAMS["problem"].default)))
     if "problem" not in table.column_names:
         return base
-    names = list(PROBLEM_NUMERICS)
-    index = pc.index_in(table["problem"], value_set=_strings(names))  # null: not named
-    return pc.coalesce(pc.take(_int64s(np.array([numerics_of(k) for k in names])), index),
-                       base)
+    index = pc.index_in(table["problem"], value_set=_strings(list(PROBLEM_NUMERICS)))
+    own = pc.take(_int64s(np.array(list(PROBLEM_NUMERICS.values()))), index)  # null: none
+    return pc.coalesce(own, base)
 
 
 def _int64s(values: np.ndarray) -> pa.Array:

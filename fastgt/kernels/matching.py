@@ -20,13 +20,13 @@ tests/reference.py has an independent version.
 import numpy as np
 from numba import njit
 
-from ..config import INLINE_FLAGS, NJIT_FLAGS
+from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS
 from .rng import step_key, stream_key, uniform_index
 
 STREAM_MATCHING = 2
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def matching_key(seed, t):
     """The key of step t's matching in the run with this seed."""
     return step_key(stream_key(seed, STREAM_MATCHING), t)

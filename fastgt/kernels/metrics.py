@@ -44,7 +44,7 @@ def block_terms(X, Y, has_y, abar, xstar, xbar, ybar, sums, b):
     sums[b, 2] = trk
 
 
-@njit(**INLINE_FLAGS)
+@njit(**NJIT_FLAGS)
 def centres(part, has_y, n, d):
     """xbar and ybar (zeros when has_y is False) from the block sums in part[:, 0], [:, 1]."""
     xbar = np.empty(d)
@@ -55,7 +55,7 @@ def centres(part, has_y, n, d):
     return xbar, ybar
 
 
-@njit(**INLINE_FLAGS)
+@njit(**NJIT_FLAGS)
 def totals(xbar, abar, xstar, sums, n, has_y, out):
     """out from xbar and the blocks' sums, reduced in block order."""
     la = 0.0

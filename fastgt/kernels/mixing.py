@@ -12,7 +12,7 @@ as the row's arithmetic.
 import numpy as np
 from numba import njit, prange
 
-from ..config import INLINE_FLAGS, NJIT_FLAGS, SMALL_RUN
+from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS, SMALL_RUN
 from .rounding import prefetch_row
 
 #: index 0 as a typed int64 for kernel calls: a literal 0 argument would make numba compile
@@ -29,7 +29,7 @@ FUSED_MAX = 5
 CHAIN_ROWS = 256
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def chain_row(q, n, o, g, L):
     """(row, run) at position q of a step whose every row i mixes row (i + o) mod n only
     (the one-peer graph's): rows a + k o (mod n), a < g = gcd(n, o), k < L = n / g, in
@@ -54,7 +54,7 @@ def n_blocks(n):
     return min(BLOCKS_MAX, (n + ROWS_MIN - 1) // ROWS_MIN)
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def block_range(b, nb, n):
     bs = (n + nb - 1) // nb
     return b * bs, min(n, (b + 1) * bs)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit, prange
 
-from ..config import INLINE_FLAGS, NJIT_FLAGS
+from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS
 from .mixing import ROW0, block_range
 from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
 from .rounding import mul
@@ -55,13 +55,13 @@ def grad_row(co, node, X, r, G, q):
     raise NotImplementedError("a template's hooks are bound by kernels.specialize")
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def noise_weight(k, v, u, dv):
     """Node's factor on coordinate k of a noise row: v for k < dv, u otherwise."""
     return v if k < dv else u
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def noise_at(N, rn, k, v, u, dv):
     """Coordinate k of a node's noise, N[rn, k] v (k < dv) or N[rn, k] u (k >= dv): with N
     a row of normals and v = u = 1 for gaussian noise, the step's shared draw and the

@@ -30,7 +30,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from ..config import INLINE_FLAGS, NJIT_FLAGS
+from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS
 
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -67,7 +67,7 @@ def _as_u64(typingctx, x):
     return types.uint64(types.float64), codegen
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def mix64(z):
     """SplitMix64 output function (a bijection of uint64)."""
     z = (z ^ (z >> np.uint64(30))) * M1
@@ -75,18 +75,18 @@ def mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def stream_key(seed, stream):
     """Key of one stream of a seed (seed, stream: nonnegative int64)."""
     return mix64(mix64(np.uint64(seed) + GOLDEN) ^ (np.uint64(stream) * M1))
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def step_key(skey, step):
     return mix64(skey + np.uint64(step + 1) * GOLDEN)
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def row_key(tkey, node):
     """Key of one node's row at one step; node = -1 addresses the step's shared draw."""
     return mix64(tkey ^ (np.uint64(node + 1) * M2))
@@ -146,7 +146,7 @@ SQRT_HALF_BITS = np.uint64(0x3FE6A09E667F3BCD)
 PHASE_CENTRE = 1.5 - 2.0**-23
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def _poly6(z, c):
     """c[0] + c[1] z + ... + c[5] z^5 by Estrin's scheme (a shorter dependency chain than
     Horner's: measured 5-10% faster here)."""
@@ -154,7 +154,7 @@ def _poly6(z, c):
     return (c[0] + c[1] * z) + z2 * (c[2] + c[3] * z) + (z2 * z2) * (c[4] + c[5] * z)
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def _log_unit(u):
     """ln(u) for u in (0, 1]: u = 2^e f with f in [sqrt(1/2), sqrt(2)) by integer arithmetic
     on the bits (no compare and select), then the atanh series in s = (f - 1) / (f + 1).
@@ -167,7 +167,7 @@ def _log_unit(u):
     return e * LN2 + 2.0 * s * _poly6(s * s, LOG_COEFS)
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def pair_uniforms(h):
     """(u1, q, phi / (pi/2)) of one pair from its 64 hash bits (layout in the module doc)."""
     u1 = 2.0 - _as_f64(ONE_BITS | ((h >> np.uint64(24)) << np.uint64(12)))
@@ -176,13 +176,13 @@ def pair_uniforms(h):
     return u1, q, frac
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def radius(u1, scale):
     """scale * sqrt(-2 ln u1), the pair's radius."""
     return scale * np.sqrt(-2.0 * _log_unit(u1))
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def sin_cos(frac):
     """(sin phi, cos phi) of the phase phi = frac pi/2, |phi| < pi/4."""
     x = frac * HALF_PI
@@ -190,7 +190,7 @@ def sin_cos(frac):
     return x * _poly6(x2, SIN_COEFS), _poly6(x2, COS_COEFS)
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def rotated(r, q, sn, cs):
     """r (cos, sin) of the angle q pi/2 + phi, from sin phi and cos phi."""
     odd = (q & np.uint64(1)) != np.uint64(0)
@@ -201,7 +201,7 @@ def rotated(r, q, sn, cs):
     return r * a, r * b
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def normal_pair(rkey, m, scale):
     """scale * (z0, z1), the standard normals of pair m of the row with key rkey."""
     u1, q, frac = pair_uniforms(mix64(rkey + np.uint64(m + 1) * GOLDEN))
@@ -257,7 +257,7 @@ def fill_normals(rkey, out, r, scale, d):
         out[r, k0 + j] = z0
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def uniform_index(rkey, j, m):
     """Draw j (j >= 0) of a uniform integer in [0, m) from the row with key rkey (a
     minibatch index). Its hash counts down from the key, rkey - (j + 1) GOLDEN, where the

@@ -83,9 +83,11 @@ def narrow_vectors(typingctx):
     reassociation keeps its order, which follows the vector width, under either setting
     (and on CPUs without AVX-512, whose vectors are 256-bit), and a short one its speed
     (512-bit lanes leave more to the loop's remainder and the final reduction:
-    samples.dense_dot at d = 50 took 1.2-1.3x longer). Called in a function that numba
-    inlines (inline="always"), it marks the function that inlines it: samples.grad_row so
-    marks every block function of its family, whose steps then run 256-bit whole.
+    samples.dense_dot at d = 50 took 1.2-1.3x longer). It marks the function numba compiles
+    it in: a helper compiled with config.INLINE_FLAGS (samples.grad_row) is optimized on its
+    own, its loops vectorized for 256-bit vectors, before LLVM inlines it into a caller of
+    either width (an algorithm's block function, whose own loops keep the process's);
+    inlined into numba's IR (SCALAR_FLAGS), it would mark the caller instead.
     (llvmlite checks function attributes against a list without key-value ones: the set's
     own add.)"""
 

@@ -19,7 +19,7 @@ from .mixing import big
 EXACT_FLAGS = {k: v for k, v in NJIT_FLAGS.items() if k != "fastmath"}
 
 
-@njit(inline="always", **EXACT_FLAGS)
+@njit(forceinline=True, _nrt=False, **EXACT_FLAGS)
 def row(out, x, a, g, i, scaled):
     """Row i: out = x + a g (``scaled``: a g rounded, then the sum, in float64, float32
     elements widened, rounded again where out holds less; as numpy's ``x + a * g`` of

@@ -63,7 +63,7 @@ from collections import namedtuple
 
 from numba import njit, prange, typeof, types
 
-from ..config import INLINE_FLAGS, NJIT_FLAGS
+from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS
 from .matching import draw_matching, matching_key
 from .mixing import add_row, block_range, chain_row, reduce_blocks, zero_rows
 from .oracles import GAUSSIAN, STRUCTURED, CellOracle, Node, draw_shared
@@ -86,12 +86,12 @@ CellMix = namedtuple("CellMix",
                      module=__name__)
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def cell_key(seed, t):
     return step_key(stream_key(seed, STREAM_NOISE), t)
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def shared_row(c, t):
     """Row of xi holding cell c's shared draw of step t: SHARED_ROWS rows per cell, by t
     modulo SHARED_ROWS, so that the previous step's draw is kept (GT recomputes its
@@ -111,7 +111,7 @@ def step_begin(c, t, oracle, mix):
         draw_matching(matching_key(oracle.seed[c], t), own[3 * n:], own, n)
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def mixing_of(mix, t):
     """The matrix of step t (the step that makes iterate t, t >= 1) in mix's schedule."""
     if t % mix.local != 0:
@@ -119,7 +119,7 @@ def mixing_of(mix, t):
     return (t // mix.local - 1) % mix.period
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     """Step t of cell c on row blocks [b0, b1), the loop every algorithm shares: per row i,
     node i's noise (gaussian noise drawn now), then the algorithm's update of row i,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from numba import njit
 
-from ..config import INLINE_FLAGS, NJIT_FLAGS
+from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS
 from .mixing import n_blocks
 
 #: rows of the shared draws per cell (steps.shared_row; a power of 2), and the most steps
@@ -152,7 +152,7 @@ class Plan:
         return (self.levels, self.width, self.reach, self.across, self.regions)
 
 
-@njit(**INLINE_FLAGS)
+@njit(**SCALAR_FLAGS)
 def _circular(delta, period):
     delta = abs(delta) % period
     return min(delta, period - delta)

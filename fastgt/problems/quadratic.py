@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import INLINE_FLAGS
+from ..config import INLINE_FLAGS, SCALAR_FLAGS
 from ..errors import FastGTError, bad, check_float, check_int
 from ..kernels import jit
 from ..kernels.metrics import quadratic_metrics, quadratic_metrics_parallel
@@ -29,7 +29,7 @@ from .base import Problem, rounded
 QuadData = namedtuple("QuadData", "hetero a0 A B", module=__name__)
 
 
-@jit(**INLINE_FLAGS)
+@jit(**SCALAR_FLAGS)
 def grad_hom(N, rn, k, v, u, dv, x, a0):
     """Coordinate k of a noisy homogeneous gradient, fma(a0, x, noise_at): with grad_het,
     the one definition wherever GT computes or recomputes a gradient (the kernels and
@@ -37,27 +37,27 @@ def grad_hom(N, rn, k, v, u, dv, x, a0):
     return fma(a0, x, noise_at(N, rn, k, v, u, dv))
 
 
-@jit(**INLINE_FLAGS)
+@jit(**SCALAR_FLAGS)
 def grad_exact(x, a0):
     """grad_hom without noise (kind NONE), to its bits: its noise term is then exactly 0,
     and fma(a0, x, 0) is a0 x rounded once. A loop using it loads one array less."""
     return mul(a0, x)
 
 
-@jit(**INLINE_FLAGS)
+@jit(**SCALAR_FLAGS)
 def grad_het(N, rn, k, v, u, dv, x, A, B, i):
     """Coordinate k of node i's noisy gradient, fma(N[rn, k], w, fma(A_ik, x, -B_ik)) with
     w = noise_weight(k, v, u, dv)."""
     return fma(N[rn, k], noise_weight(k, v, u, dv), fma(A[i, k], x, -B[i, k]))
 
 
-@jit(**INLINE_FLAGS)
+@jit(**SCALAR_FLAGS)
 def grad_het_exact(k, x, A, B, i):
     """grad_het without noise, to its bits: the noise term fma(0, 0, r) is r."""
     return fma(A[i, k], x, -B[i, k])
 
 
-@jit(**INLINE_FLAGS)
+@jit(**SCALAR_FLAGS)
 def previous_row(co, node):
     """The noise row of node i's previous-step gradient when the kernels keep no G (no
     gaussian noise: algorithms.base.gradient_rows), for grad_hom / grad_het: the previous

@@ -24,8 +24,8 @@ four times.
 GT's step on logistic regression took 0.79-1.00x the time on an AMD EPYC Zen 4
 (bench/bench_ml.py's sizes, docs/performance.md). Sparse rows go one at a time, with
 libm's exp (loss_slope): in blocks of four with the vector exp they took 0.88-0.97x the
-time, but 15 s more to compile per algorithm and state type (numba inlines every call's
-code, the rows' index pipeline's too).
+time, but 15 s more to compile per algorithm and state type (measured when numba inlined
+every helper's code at each call, the rows' index pipeline's too: config.INLINE_FLAGS).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import numpy as np
 from scipy.special import expit
 
 from .. import derived
-from ..config import INLINE_FLAGS
+from ..config import INLINE_FLAGS, SCALAR_FLAGS
 from ..data import SPLITS, file_stamp, read_file, split_rows, synthetic
 from ..errors import (
     FastGTError,
@@ -81,7 +81,7 @@ SampleData = namedtuple("SampleData", "A indptr indices values y offsets batch r
                         "sparse", module=__name__)
 
 
-@jit(**INLINE_FLAGS)
+@jit(**SCALAR_FLAGS)
 def loss_slope(code, z, y, own_exp):
     """d loss(z, y) / dz: squared z - y; logistic -y / (1 + exp(y z)), written so that no
     exp overflows (large margins of either sign): -y e / (1 + e) with e = exp(-y z) for a
@@ -97,14 +97,14 @@ def loss_slope(code, z, y, own_exp):
     return logistic_slope(m, y, exp_neg(-abs(m)) if own_exp else math.exp(-abs(m)))
 
 
-@jit(**INLINE_FLAGS)
+@jit(**SCALAR_FLAGS)
 def logistic_slope(m, y, e):
     """The logistic loss's slope at the margin m = y z, given e = exp(-|m|): exp(-m) for
     m > 0, exp(m) otherwise (the two branches' bits)."""
     return -y * (e if m > 0.0 else 1.0) / (1.0 + e)  # a select, not a branch
 
 
-@jit(**INLINE_FLAGS)
+@jit(**SCALAR_FLAGS)
 def loss_slopes4(code, z0, z1, z2, z3, y0, y1, y2, y3):
     """loss_slope of four dense rows' margins, their four exps in one vector
     (kernels/exp.py: each lane's bits those of the one-value exp, so a dense row's slope
@@ -129,14 +129,14 @@ def dense_dot(A, s, X, r):
     return z
 
 
-@jit(**INLINE_FLAGS)
+@jit(**SCALAR_FLAGS)
 def sample_index(key, j, m, batch):
     """The j-th row (within the node's m) of a gradient: drawn from the node's stream
     (batch > 0), or row j (every row, batch 0)."""
     return uniform_index(key, j, m) if batch > 0 else j
 
 
-@jit(**INLINE_FLAGS)
+@jit(**SCALAR_FLAGS)
 def prefetch_sample(data, s):
     """Start loading row s: its label, and its dense values (their first lines:
     prefetch_head) or its CSR values and column indices."""
@@ -148,7 +148,7 @@ def prefetch_sample(data, s):
         prefetch_head(data.A, s)
 
 
-@jit(**INLINE_FLAGS)
+@jit(**SCALAR_FLAGS)
 def ahead_index(data, node, lo, m, j, drawn):
     """The data row of the node's j-th drawn row, its loads started (prefetch_sample); -1
     past the last (j >= drawn)."""
@@ -159,7 +159,7 @@ def ahead_index(data, node, lo, m, j, drawn):
     return s
 
 
-@jit(**INLINE_FLAGS)
+@jit(**SCALAR_FLAGS)
 def dense_slope(data, s, X, r, drawn):
     """loss'(a_s^T X[r], y_s) / drawn, for dense row s."""
     return loss_slope(data.loss, dense_dot(data.A, s, X, r), data.y[s], True) / drawn
@@ -168,9 +168,9 @@ def dense_slope(data, s, X, r, drawn):
 @jit(**INLINE_FLAGS)
 def grad_row(co, node, X, r, G, q):
     """The family's hook (kernels/oracles.py): G[q] = R'(X[r]) + (1/B) sum over node i's B
-    drawn rows s of loss'(a_s^T X[r], y_s) a_s, plus the additive noise. Inlined, its
-    narrow_vectors() compiles the function that calls it (an algorithm's block function for
-    this family, the initial gradients) for 256-bit vectors."""
+    drawn rows s of loss'(a_s^T X[r], y_s) a_s, plus the additive noise. Its
+    narrow_vectors() compiles its loops for 256-bit vectors, before LLVM inlines them into
+    an algorithm's block function for this family or the initial gradients."""
     narrow_vectors()
     data, i, w = co.data, node.i, X.shape[1]
     lo = data.offsets[i]

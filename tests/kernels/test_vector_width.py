@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import llvmlite.binding as ll
-import numpy as np
 import pytest
 from background import run
 
@@ -183,31 +182,44 @@ def test_the_vector_width_changes_no_number(background_result):
     assert narrow == wide
 
 
-def test_an_inlined_hook_narrows_the_function_it_is_compiled_in():
-    """narrow_vectors in an inlined helper (a problem family's grad_row) marks the function
-    that inlines it, e.g. an algorithm's block function for that family: a data problem's
-    whole step is compiled for 256-bit vectors, the quadratics' at the process's width."""
-    from numba import njit
+#: a row helper's loop (INLINE_FLAGS) with and without narrow_vectors, each inlined into a
+#: caller with no loop of its own: whether each caller's machine code uses 512-bit registers
+HOOKS = """
+import json
+import numpy as np
+from numba import njit
+from fastgt.config import INLINE_FLAGS
+from fastgt.kernels.rounding import narrow_vectors
 
-    from fastgt.config import INLINE_FLAGS
-    from fastgt.kernels.rounding import NARROW, narrow_vectors
+@njit(**dict(INLINE_FLAGS, cache=False))
+def hook(x):
+    narrow_vectors()
+    for k in range(x.shape[0]):
+        x[k] = 2.0 * x[k] + 1.0
 
-    @njit(**dict(INLINE_FLAGS, cache=False))
-    def hook(x, k):
-        narrow_vectors()
-        return 2.0 * x[k]
+@njit(**dict(INLINE_FLAGS, cache=False))
+def plain(x):
+    for k in range(x.shape[0]):
+        x[k] = 2.0 * x[k] + 1.0
 
-    @njit(**dict(INLINE_FLAGS, cache=False))
-    def plain(x, k):
-        return 2.0 * x[k]
+def wide(helper):
+    @njit(cache=False)
+    def caller(x):
+        helper(x)
+    caller(np.ones(64))
+    return "%zmm" in caller.inspect_asm(caller.signatures[0])
 
-    def caller_of(helper):
-        @njit(cache=False)
-        def caller(x):
-            for k in range(x.shape[0]):
-                x[k] = helper(x, k)
+print(json.dumps([wide(hook), wide(plain)]))
+"""
 
-        caller(np.ones(8))
-        return caller.inspect_llvm(caller.signatures[0])
 
-    assert NARROW in caller_of(hook) and NARROW not in caller_of(plain)
+@pytest.mark.skipif(not WIDENED, reason="no AVX-512 (or its first generation): 256-bit "
+                    "vectors anyway")
+def test_a_hook_keeps_its_256_bit_loops_in_a_512_bit_caller():
+    """narrow_vectors in a row helper (INLINE_FLAGS: a problem family's grad_row) marks the
+    helper, which numba compiles on its own: LLVM vectorizes its loops for 256-bit vectors
+    there, then inlines the vectorized loop (forceinline), so that it stays 256-bit inside
+    a caller of the process's width (an algorithm's block function); the same loop without
+    it takes 512-bit vectors."""
+    narrowed, plain = json.loads(child(HOOKS).stdout.splitlines()[-1])
+    assert not narrowed and plain

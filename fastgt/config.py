@@ -22,15 +22,18 @@ NJIT_FLAGS = {"cache": True, "error_model": "numpy", "fastmath": {"contract"}}
 #: d = 10 2.1x faster without it, D-SGD 1.8x; the same bits)
 BLOCK_FLAGS = dict(NJIT_FLAGS, _nrt=False)
 #: helpers with loops of their own (a row's mixing, update or gradient): numba compiles each
-#: once per signature, LLVM optimizes it there (vectorizing its loops) and inlines it at
-#: every call (forceinline: LLVM's alwaysinline). Inlined into numba's IR instead, each call
-#: was a deep copy of the helper's IR through numba's passes again: 44% of a cold compile
-#: (docs/performance.md, Start-up: GT's kernels for the problems with data 52 s that way,
-#: 30 s this way; the same bits, the same step times). No reference counting (as
-#: BLOCK_FLAGS): numba then refuses to compile one that allocates or returns a new array,
-#: and a helper is the same code whoever calls it first (numba would give it its first
-#: caller's setting)
-INLINE_FLAGS = dict(NJIT_FLAGS, forceinline=True, _nrt=False)
+#: once per signature and process, LLVM optimizes it there (vectorizing its loops) and
+#: inlines it at every call (forceinline: LLVM's alwaysinline). Inlined into numba's IR
+#: instead, each call was a deep copy of the helper's IR through numba's passes again: 44%
+#: of a cold compile (docs/performance.md, Start-up: GT's kernels for the problems with
+#: data 52 s that way, 30 s this way; the same bits, the same step times). Not cached on
+#: disk: its code is in every cached kernel that calls it, and its own cache index would
+#: name the types of every problem family it was compiled for, a test's or a user's
+#: module included, which a later process that cannot import it fails to read. No
+#: reference counting (as BLOCK_FLAGS): numba then refuses to compile one that allocates
+#: or returns a new array, and a helper is the same code whoever calls it first (numba
+#: would give it its first caller's setting)
+INLINE_FLAGS = dict(NJIT_FLAGS, cache=False, forceinline=True, _nrt=False)
 #: the scalar bodies of loops (a coordinate's gradient, a normal pair, a key): inlined into
 #: numba's IR, so that LLVM sees the loop around them whole before optimizing anything.
 #: Optimized on its own first, the normal pair came back with its two values packed into

@@ -127,6 +127,7 @@ def _kernels() -> list:
     """One compiled kernel of every kernel source file, by module name."""
     import types
 
+    from numba.core.caching import NullCache
     from numba.core.dispatcher import Dispatcher
 
     from . import kernels
@@ -134,8 +135,9 @@ def _kernels() -> list:
     first = {}
     for mod in vars(kernels).values():
         if isinstance(mod, types.ModuleType) and mod.__name__.startswith(kernels.__name__ + "."):
-            jitted = [v for v in vars(mod).values()
-                      if isinstance(v, Dispatcher) and v.__module__ == mod.__name__]
+            jitted = [v for v in vars(mod).values()  # cached ones (not config.INLINE_FLAGS')
+                      if isinstance(v, Dispatcher) and v.__module__ == mod.__name__
+                      and not isinstance(v._cache, NullCache)]
             if jitted:
                 first[mod.__name__] = jitted[0]
     return [first[k] for k in sorted(first)]
@@ -157,16 +159,18 @@ def _marker(algorithm: str, kernels=None) -> tuple[Path, str]:
 
     ``kernels``: a problem family's (kernels.oracles.ProblemKernels; None: the diagonal
     quadratics'): another family's templates compile apart, under a marker of their own
-    that also stamps the family's gradient hook.
+    that also stamps the file of the family's gradient hook (by its content: a hook is not
+    cached on its own, config.INLINE_FLAGS).
     """
     ks = _kernels()
-    family = "quadratic" if kernels is None else kernels.family
-    if family != "quadratic":
-        algorithm = f"{algorithm}-{family}"
-        ks = ks + [kernels.grad_row]
     locators = [k._cache._impl.locator for k in ks]
     stamps = [f"{Path(k.py_func.__code__.co_filename).name} {loc.get_source_stamp()!r}"
               for k, loc in zip(ks, locators)]
+    family = "quadratic" if kernels is None else kernels.family
+    if family != "quadratic":
+        algorithm = f"{algorithm}-{family}"
+        hook = Path(kernels.grad_row.py_func.__code__.co_filename)  # not cached itself
+        stamps.append(f"{hook.name} {hashlib.sha256(hook.read_bytes()).hexdigest()}")
     machine = repr(ks[0].targetctx.codegen().magic_tuple())
     # one marker per target machine: the index keeps each one's machine code (a process
     # of 256-bit vectors beside one of 512, FASTGT_VECTOR_BITS), so a marker shared by

@@ -12,14 +12,14 @@ function compiled with it contractible, rounding.mul's too).
 import numpy as np
 from numba import njit, prange
 
-from ..config import NJIT_FLAGS
+from ..config import INLINE_FLAGS, NJIT_FLAGS
 from .mixing import big
 
 #: the kernels' flags without fastmath: every operation rounded on its own, as numpy's
 EXACT_FLAGS = {k: v for k, v in NJIT_FLAGS.items() if k != "fastmath"}
 
 
-@njit(forceinline=True, _nrt=False, **EXACT_FLAGS)
+@njit(**dict(INLINE_FLAGS, fastmath=False))  # a row helper, without FMA (module doc)
 def row(out, x, a, g, i, scaled):
     """Row i: out = x + a g (``scaled``: a g rounded, then the sum, in float64, float32
     elements widened, rounded again where out holds less; as numpy's ``x + a * g`` of

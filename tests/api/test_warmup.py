@@ -228,3 +228,25 @@ def test_each_target_machine_has_its_own_warm_marker(monkeypatch):
     path2, text2 = runtime._marker("gt")
     assert path2.parent == path.parent and path2 != path
     assert text2 == text.replace(repr(tuple_), repr(other))
+
+
+def test_no_helper_inlined_by_llvm_is_cached_on_its_own():
+    """A helper compiled with config.INLINE_FLAGS (compiled apart, inlined by LLVM) keeps
+    no cache index of its own: it would name the types of every problem family it was
+    compiled for, a test's or a user's module included, and a process that cannot import
+    that module fails to read it (a later child of the suite failed so, after the example
+    problem's tests had filled the cache). Its code is in each cached kernel calling it."""
+    import importlib
+    import pkgutil
+
+    from numba.core.caching import NullCache
+    from numba.core.dispatcher import Dispatcher
+
+    helpers = {}
+    for info in pkgutil.walk_packages(fastgt.__path__, "fastgt."):
+        for name, v in vars(importlib.import_module(info.name)).items():
+            if isinstance(v, Dispatcher) and v.targetoptions.get("forceinline"):
+                helpers[f"{v.__module__}.{name}"] = v
+    assert {"fastgt.kernels.mixing.mix_row", "fastgt.problems.samples.grad_row",
+            "fastgt.kernels.rows.row"} <= set(helpers)
+    assert [k for k, v in helpers.items() if not isinstance(v._cache, NullCache)] == []

@@ -13,8 +13,11 @@ SMALL_RUN = 100_000
 
 #: compile flags of every kernel: error_model="numpy" lets loops with divisions vectorize,
 #: "contract" allows FMA; no reassociation, so results do not depend on vector width choices
-#: made across different reductions.
-NJIT_FLAGS = {"cache": True, "error_model": "numpy", "fastmath": {"contract"}}
+#: made across different reductions. Not inlined by force whoever calls it first (numba gives
+#: a function its first caller's setting where it sets none, and INLINE_FLAGS' helpers call
+#: a few kernels: rng.fill_normals stays a call).
+NJIT_FLAGS = {"cache": True, "error_model": "numpy", "fastmath": {"contract"},
+              "forceinline": False}
 #: an algorithm's block function (kernels.steps.sweep): compiled without numba's reference
 #: counting (NRT). It allocates nothing, only reads and writes views of arrays its caller
 #: holds, and the counting numba adds for every array bound inside an inlined helper cost

@@ -5,6 +5,8 @@ fastgt.warmup)."""
 from __future__ import annotations
 
 import hashlib
+import inspect
+import marshal
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -143,6 +145,21 @@ def _kernels() -> list:
     return [first[k] for k in sorted(first)]
 
 
+def _source_stamp(fn) -> str:
+    """The name and sha256 of the file defining ``fn``; where there is none, of its source
+    (a notebook cell's, through linecache), else of its code object (a function made by
+    exec)."""
+    path = Path(fn.__code__.co_filename)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        try:
+            data = inspect.getsource(fn).encode()
+        except (OSError, TypeError):
+            data = marshal.dumps(fn.__code__)
+    return f"{path.name} {hashlib.sha256(data).hexdigest()}"
+
+
 def _marker(algorithm: str, kernels=None) -> tuple[Path, str]:
     """The marker file of ``algorithm``, and the text it holds once warmup() has compiled
     the kernels its runs use there (each algorithm has its own block functions: a run of
@@ -169,8 +186,7 @@ def _marker(algorithm: str, kernels=None) -> tuple[Path, str]:
     family = "quadratic" if kernels is None else kernels.family
     if family != "quadratic":
         algorithm = f"{algorithm}-{family}"
-        hook = Path(kernels.grad_row.py_func.__code__.co_filename)  # not cached itself
-        stamps.append(f"{hook.name} {hashlib.sha256(hook.read_bytes()).hexdigest()}")
+        stamps.append(_source_stamp(kernels.grad_row.py_func))  # not cached itself
     machine = repr(ks[0].targetctx.codegen().magic_tuple())
     # one marker per target machine: the index keeps each one's machine code (a process
     # of 256-bit vectors beside one of 512, FASTGT_VECTOR_BITS), so a marker shared by

@@ -72,8 +72,8 @@ def configure_vectors() -> None:
     """512-bit vectors on a CPU with AVX-512, where LLVM would pick 256 (its tuning for Intel
     cores: every AVX-512 Intel CPU; AMD's Zen 4 and 5 get 512 anyway). Measured on an Intel
     Xeon of the Sapphire Rapids class (docs/performance.md): steps of the quadratic problems
-    in 0.79-1.02x the time; data problems' steps, 1.02-1.24x slower at d = 50 that way, stay
-    256-bit (their gradient hook calls rounding.narrow_vectors).
+    in 0.79-1.02x the time; data problems' steps, 1.02-1.24x slower at d = 50 that way, keep
+    their gradients 256-bit (their gradient hook calls rounding.narrow_vectors).
     ``FASTGT_VECTOR_BITS=256`` or ``512`` chooses (on any AVX-512 CPU). numba's setting, for
     the whole process (numba code of the user's too), not the environment: child processes
     decide for themselves. Left alone (a FASTGT_VECTOR_BITS that cannot apply is warned

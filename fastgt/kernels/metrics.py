@@ -49,9 +49,9 @@ def centres(part, has_y, n, d):
     """xbar and ybar (zeros when has_y is False) from the block sums in part[:, 0], [:, 1]."""
     xbar = np.empty(d)
     ybar = np.zeros(d)
-    reduce_blocks(part, 0, xbar, n)
+    reduce_blocks(part, ROW0, xbar, n)  # no literal argument (mixing.ROW0)
     if has_y:
-        reduce_blocks(part, 1, ybar, n)
+        reduce_blocks(part, ROW0 + 1, ybar, n)
     return xbar, ybar
 
 

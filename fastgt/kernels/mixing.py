@@ -146,9 +146,11 @@ def add_row(part, b, q, Z, i):
         part[b, q, k] += Z[i, k]
 
 
-@njit(**INLINE_FLAGS)
+@njit(**NJIT_FLAGS)
 def reduce_blocks(part, q, out, n):
-    """out = (sum over blocks b, in order, of part[b, q]) / n."""
+    """out = (sum over blocks b, in order, of part[b, q]) / n. A kernel, not a helper
+    (config.INLINE_FLAGS): column_means calls it from Python, in every run's init, where a
+    helper, not cached, would compile in every process."""
     d = out.shape[0]
     for k in range(d):
         out[k] = 0.0

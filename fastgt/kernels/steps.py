@@ -65,7 +65,7 @@ from numba import njit, prange, typeof, types
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS
 from .matching import draw_matching, matching_key
-from .mixing import add_row, block_range, chain_row, reduce_blocks, zero_rows
+from .mixing import ROW0, add_row, block_range, chain_row, reduce_blocks, zero_rows
 from .oracles import GAUSSIAN, STRUCTURED, CellOracle, Node, draw_shared
 from .pointers import pointer
 from .rng import STREAM_NOISE, fill_padded, row_key, step_key, stream_key
@@ -119,7 +119,7 @@ def mixing_of(mix, t):
     return (t // mix.local - 1) % mix.period
 
 
-@njit(**SCALAR_FLAGS)
+@njit(**SCALAR_FLAGS)  # loops, but one call site per algorithm, and a function argument (row)
 def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     """Step t of cell c on row blocks [b0, b1), the loop every algorithm shares: per row i,
     node i's noise (gaussian noise drawn now), then the algorithm's update of row i,
@@ -158,7 +158,7 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
         lo, hi = block_range(b, nb, n)
         rn = rs if structured else b
         if sums:
-            zero_rows(pc, b, 0, nm)
+            zero_rows(pc, b, ROW0, nm)
         q = lo  # positions, in runs of consecutive rows: the block in row order, or chain order
         while q < hi:
             i0, run = (q, hi - q) if o == 0 else chain_row(q, n, o, g, L)

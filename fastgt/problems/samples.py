@@ -25,7 +25,8 @@ GT's step on logistic regression took 0.79-1.00x the time on an AMD EPYC Zen 4
 (bench/bench_ml.py's sizes, docs/performance.md). Sparse rows go one at a time, with
 libm's exp (loss_slope): in blocks of four with the vector exp they took 0.88-0.97x the
 time, but 15 s more to compile per algorithm and state type (measured when numba inlined
-every helper's code at each call, the rows' index pipeline's too: config.INLINE_FLAGS).
+every helper's IR at each call, the rows' index pipeline's too: config.py), and sparse
+runs' bits would change.
 """
 
 from __future__ import annotations
@@ -117,11 +118,12 @@ def loss_slopes4(code, z0, z1, z2, z3, y0, y1, y2, y3):
             logistic_slope(m2, y2, e2), logistic_slope(m3, y3, e3))
 
 
-@jit(cache=True, error_model="numpy", fastmath=True)
+@jit(cache=True, error_model="numpy", fastmath=True, forceinline=False)
 def dense_dot(A, s, X, r):
     """a_s^T X[r] over the padded row, vectorized with reassociation, in 256-bit vectors
     whatever the process's width (narrow_vectors: the order, so the bits, do not follow
-    FASTGT_VECTOR_BITS): not inlined, so that every caller runs this one compiled loop."""
+    FASTGT_VECTOR_BITS): compiled on its own, so that every caller runs this one compiled
+    loop (forceinline=False: it would take grad_row's, config.INLINE_FLAGS)."""
     narrow_vectors()
     z = 0.0
     for k in range(X.shape[1]):

@@ -250,3 +250,24 @@ def test_no_helper_inlined_by_llvm_is_cached_on_its_own():
     assert {"fastgt.kernels.mixing.mix_row", "fastgt.problems.samples.grad_row",
             "fastgt.kernels.rows.row"} <= set(helpers)
     assert [k for k, v in helpers.items() if not isinstance(v._cache, NullCache)] == []
+
+
+def test_a_hook_without_a_file_is_stamped_by_its_code():
+    """A family's warm marker stamps its hook's file; a hook with none (made by exec, or in
+    a notebook) is stamped by its source or code: no error, and a change of it changes the
+    stamp (its kernels are no longer warm)."""
+    from types import SimpleNamespace
+
+    import numba
+
+    from fastgt import runtime
+
+    def family(value):
+        ns = {}
+        exec(compile(f"def grad_row(co):\n    return {value}\n", "<cell>", "exec"), ns)  # noqa: S102
+        return SimpleNamespace(family="cell", grad_row=numba.njit(ns["grad_row"]))
+
+    (path_a, text_a), (path_b, text_b) = runtime._marker("gt", family(1)), runtime._marker(
+        "gt", family(2))
+    assert path_a == path_b and "gt-cell" in path_a.name
+    assert text_a != text_b

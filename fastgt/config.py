@@ -40,8 +40,8 @@ INLINE_FLAGS = dict(NJIT_FLAGS, cache=False, forceinline=True, _nrt=False)
 #: the scalar bodies of loops (a coordinate's gradient, a normal pair, a key): inlined into
 #: numba's IR, so that LLVM sees the loop around them whole before optimizing anything.
 #: Optimized on its own first, the normal pair came back with its two values packed into
-#: short vectors and the generator's loop around it no longer vectorized (3x slower steps
-#: with gaussian noise)
+#: short vectors and the generator's loop around it no longer vectorized (steps with
+#: gaussian noise 1.9-3.6x slower)
 SCALAR_FLAGS = dict(NJIT_FLAGS, inline="always")
 
 #: the element types a run's state may have (``dtype``; arithmetic is float64 either way):

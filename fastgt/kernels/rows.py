@@ -16,7 +16,7 @@ from ..config import INLINE_FLAGS, NJIT_FLAGS
 from .mixing import big
 
 #: the kernels' flags without fastmath: every operation rounded on its own, as numpy's
-EXACT_FLAGS = {k: v for k, v in NJIT_FLAGS.items() if k != "fastmath"}
+EXACT_FLAGS = dict(NJIT_FLAGS, fastmath=False)
 
 
 @njit(**dict(INLINE_FLAGS, fastmath=False))  # a row helper, without FMA (module doc)

@@ -191,13 +191,13 @@ from numba import njit
 from fastgt.config import INLINE_FLAGS
 from fastgt.kernels.rounding import narrow_vectors
 
-@njit(**dict(INLINE_FLAGS, cache=False))
+@njit(**INLINE_FLAGS)
 def hook(x):
     narrow_vectors()
     for k in range(x.shape[0]):
         x[k] = 2.0 * x[k] + 1.0
 
-@njit(**dict(INLINE_FLAGS, cache=False))
+@njit(**INLINE_FLAGS)
 def plain(x):
     for k in range(x.shape[0]):
         x[k] = 2.0 * x[k] + 1.0

@@ -1,7 +1,8 @@
 """What a float32 state's rounding does to the recorded metrics (dtype="float32"): the floor
 each metric's plateau cannot go below, and the metrics a run's plateau puts on it.
 
-Every step rounds every stored element, by up to half an ulp. Modelled conservatively as an
+Every step rounds every element a few times (float32 arithmetic: its mix about once at the
+row's magnitude, its update's operations), each by up to half an ulp. Modelled as an
 independent perturbation e of random signs and size eps = one ulp of the state's rms
 magnitude (over X and Y: Y's roundings move xbar through GT's tracking), a step changes each
 metric, to second order and in expectation, by

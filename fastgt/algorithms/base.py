@@ -242,7 +242,8 @@ class Batch:
         C, n, d = len(cells), first.W.n, problem.d
         self.C, self.n, self.d = C, n, d
         # of the state arrays (new_rows) and of the problem's per-step arrays
-        # (Problem.in_dtype); sums, scratch rows, weights and noise rows stay float64
+        # (Problem.in_dtype), column means and noise rows (normals drawn in float64, rounded
+        # where stored); weights, block sums and gradient rows stay float64
         self.dtype = np.dtype(dtype)
         item = self.dtype.itemsize
         self.reserved = 0  # the state's bytes so far (new_rows: refused beyond the memory)
@@ -267,14 +268,16 @@ class Batch:
         # last group whole there (rng.fill_padded; the values of coordinates < d do not
         # change)
         dpad = -(-d // 16) * 16
-        self.scratch = aligned((C, nb, dpad))
+        self.scratch = aligned((C, nb, dpad), dtype=self.dtype)
         self.grads_scratch = aligned((C, nb, dp))  # a gradient row per block
         self.part = aligned((C, int(n_blocks(n)), 2, dp))  # per-block column sums
-        self.means = aligned((C, 2, dp))  # column means of the mixed quantities
+        # column means of the mixed quantities, in the state's type (its mixing's)
+        self.means = aligned((C, 2, dp), dtype=self.dtype)
         nz = first.noise
         self.oracle = Oracle(np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                              np.array([c.noise.scale for c in cells], dtype=np.float64),
-                             aligned((SHARED_ROWS * C, dpad)), np.stack([c.noise.uv for c in cells]),
+                             aligned((SHARED_ROWS * C, dpad), dtype=self.dtype),
+                             np.stack([c.noise.uv for c in cells]),
                              nz.dv, d, problem.kernel_data(self.widen))
 
     def new_rows(self, *lead: int, at: int = 0) -> np.ndarray:

@@ -48,43 +48,44 @@ def update(view, cm, co, node, last):
     previous step's draw (problems.quadratic.previous_row, as GT does), one array less to stream.
     Gradients are taken as G would hold them (stored: rounded for a float32 state)."""
     Z, Zn, G, X, GS, i, b = view.Z, view.Zn, view.G, view.X, view.GS, node.i, node.b
+    gamma, two = stored(Zn, cm.gamma), stored(Zn, 2.0)  # a float32 state's: float32
     mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
     if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
         N, rn, rp, v, u, dv = co.N, node.rn, previous_row(co, node), node.v, node.u, co.dv
-        a0, A, B, gamma = co.data.a0, co.data.A, co.data.B, cm.gamma
+        a0, A, B = co.data.a0, co.data.A, co.data.B
         # a loop each (a test inside the loop stops it vectorizing)
         if co.data.hetero and co.kind != NONE:
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
                 g = stored(Zn, grad_het(N, rn, k, v, u, dv, x, A, B, i))
                 gp = stored(Zn, grad_het(N, rp, k, v, u, dv, xp, A, B, i))
-                Zn[i, k] = 2.0 * x - xp - gamma * (g - gp)
+                Zn[i, k] = two * x - xp - gamma * (g - gp)
                 X[i, k] = x
         elif co.data.hetero:  # no noise (grad_het_exact: the same bits)
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
                 g = stored(Zn, grad_het_exact(k, x, A, B, i))
                 gp = stored(Zn, grad_het_exact(k, xp, A, B, i))
-                Zn[i, k] = 2.0 * x - xp - gamma * (g - gp)
+                Zn[i, k] = two * x - xp - gamma * (g - gp)
                 X[i, k] = x
         elif co.kind != NONE:
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
                 g = stored(Zn, grad_hom(N, rn, k, v, u, dv, x, a0))
                 gp = stored(Zn, grad_hom(N, rp, k, v, u, dv, xp, a0))
-                Zn[i, k] = 2.0 * x - xp - gamma * (g - gp)
+                Zn[i, k] = two * x - xp - gamma * (g - gp)
                 X[i, k] = x
         else:  # no noise (grad_exact: the same bits)
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
                 g, gp = stored(Zn, grad_exact(x, a0)), stored(Zn, grad_exact(xp, a0))
-                Zn[i, k] = 2.0 * x - xp - gamma * (g - gp)
+                Zn[i, k] = two * x - xp - gamma * (g - gp)
                 X[i, k] = x
         return
     grad_row(co, node, Zn, i, GS, b)
     for k in range(Zn.shape[1]):
         x, g = Zn[i, k], stored(G, GS[b, k])
-        Zn[i, k] = 2.0 * x - X[i, k] - cm.gamma * (g - G[i, k])
+        Zn[i, k] = two * x - X[i, k] - gamma * (g - G[i, k])
         X[i, k] = x
         G[i, k] = g
 

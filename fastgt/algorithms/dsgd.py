@@ -18,7 +18,7 @@ import numpy as np
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels import jit, rows
-from ..kernels.mixing import FUSED_MAX, column_means, mix_row, prefetch_ahead
+from ..kernels.mixing import FUSED_MAX, column_means, mix3, mix5, mix_row, prefetch_ahead
 from ..kernels.oracles import DIAGONAL, NONE, grad_row, noise_at
 from ..kernels.rounding import stored
 from ..kernels.specialize import template
@@ -41,7 +41,7 @@ def update(view, cm, co, node, last):
     (fused) for a homogeneous problem, a row of m = 3 or FUSED_MAX entries and a step that
     does not write X."""
     Z, Zn, X, i = view.Z, view.Zn, view.X, node.i
-    gamma, d = cm.gamma, Zn.shape[1]
+    gamma, d = stored(Zn, cm.gamma), Zn.shape[1]
     if not DIAGONAL:
         mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
         if last:
@@ -50,7 +50,7 @@ def update(view, cm, co, node, last):
         GS, b = view.GS, node.b
         grad_row(co, node, Zn, i, GS, b)
         for k in range(d):
-            Zn[i, k] = Zn[i, k] - gamma * GS[b, k]
+            Zn[i, k] = Zn[i, k] - gamma * stored(Zn, GS[b, k])
         return
     N, dv, rn, v, u, a0 = co.N, co.dv, node.rn, node.v, node.u, co.data.a0
     e0 = cm.indptr[i]
@@ -67,18 +67,19 @@ def update(view, cm, co, node, last):
                 X[i, k] = Zn[i, k]
         if co.data.hetero and co.kind != NONE:
             A, B = co.data.A, co.data.B
-            for k in range(d):
-                x = np.float64(Zn[i, k])  # float32 state: widened, A x in float64
-                Zn[i, k] = x - gamma * (noise_at(N, rn, k, v, u, dv) + (A[i, k] * x - B[i, k]))
+            for k in range(d):  # the noisy gradient in float64, rounded once (stored)
+                x = Zn[i, k]
+                Zn[i, k] = x - gamma * stored(Zn, noise_at(N, rn, k, v, u, dv)
+                                              + (A[i, k] * x - B[i, k]))
         elif co.data.hetero:  # no noise: 0 + r is r (grad_het_exact: the same bits)
             A, B = co.data.A, co.data.B
             for k in range(d):
-                x = np.float64(Zn[i, k])  # float32 state: widened, A x in float64
+                x = Zn[i, k]
                 Zn[i, k] = x - gamma * grad_het_exact(k, x, A, B, i)
         else:
             for k in range(d):
-                x = np.float64(Zn[i, k])  # float32 state: widened, A x in float64
-                Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
+                x = Zn[i, k]
+                Zn[i, k] = x - gamma * stored(Zn, a0 * x + noise_at(N, rn, k, v, u, dv))
 
 
 @jit(**INLINE_FLAGS)
@@ -92,28 +93,27 @@ def fused(Zn, i, Z, indices, w, e0, m, beta, mean, noisy, N, rn, v, u, dv, gamma
     x is taken as Zn would hold it (stored: rounded for a float32 state), as the unfused
     pass reads it back."""
     d = Zn.shape[1]
-    j0, w0, j1, w1 = indices[e0], w[e0], indices[e0 + 1], w[e0 + 1]
-    j2, w2 = indices[e0 + 2], w[e0 + 2]
+    j0, w0, j1, w1 = indices[e0], stored(Zn, w[e0]), indices[e0 + 1], stored(Zn, w[e0 + 1])
+    j2, w2, beta = indices[e0 + 2], stored(Zn, w[e0 + 2]), stored(Zn, beta)
     if m == 3:
         if noisy:
             for k in range(d):
-                x = stored(Zn, w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k])
-                Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
+                x = stored(Zn, mix3(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, beta, mean))
+                Zn[i, k] = x - gamma * stored(Zn, a0 * x + noise_at(N, rn, k, v, u, dv))
         else:
             for k in range(d):
-                x = stored(Zn, w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k])
+                x = stored(Zn, mix3(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, beta, mean))
                 Zn[i, k] = x - gamma * (a0 * x)
         return
-    j3, w3, j4, w4 = indices[e0 + 3], w[e0 + 3], indices[e0 + 4], w[e0 + 4]
+    j3, w3 = indices[e0 + 3], stored(Zn, w[e0 + 3])
+    j4, w4 = indices[e0 + 4], stored(Zn, w[e0 + 4])
     if noisy:
         for k in range(d):
-            x = stored(Zn, w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
-                       + w3 * Z[j3, k] + w4 * Z[j4, k])
-            Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
+            x = stored(Zn, mix5(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean))
+            Zn[i, k] = x - gamma * stored(Zn, a0 * x + noise_at(N, rn, k, v, u, dv))
     else:
         for k in range(d):
-            x = stored(Zn, w0 * Z[j0, k] + beta * mean[k] + w1 * Z[j1, k] + w2 * Z[j2, k]
-                       + w3 * Z[j3, k] + w4 * Z[j4, k])
+            x = stored(Zn, mix5(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean))
             Zn[i, k] = x - gamma * (a0 * x)
 
 

@@ -41,7 +41,8 @@ def update(view, cm, co, node, last):
     On diagonal quadratics without gaussian noise G keeps no rows: G[i] is recomputed from
     X[i] and the previous step's draw (problems.quadratic.previous_row, as GT does), as G
     would hold it (stored: rounded for a float32 state)."""
-    X, Xn, H, G, i, gamma = view.X, view.Xn, view.H, view.G, node.i, cm.gamma
+    X, Xn, H, G, i = view.X, view.Xn, view.H, view.G, node.i
+    gamma, half = stored(Xn, cm.gamma), stored(Xn, 0.5)  # a float32 state's: float32
     mix_row(Xn, i, X, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
     if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
         N, rp, v, u, dv = co.N, previous_row(co, node), node.v, node.u, co.dv
@@ -49,33 +50,33 @@ def update(view, cm, co, node, last):
         # a loop each (a test inside the loop stops it vectorizing)
         if co.data.hetero and co.kind != NONE:
             for k in range(Xn.shape[1]):
-                x, w = np.float64(X[i, k]), np.float64(Xn[i, k])
+                x, w = X[i, k], Xn[i, k]
                 g = stored(Xn, grad_het(N, rp, k, v, u, dv, x, A, B, i))
                 Xn[i, k] = x + w - gamma * g - H[i, k]
-                H[i, k] = 0.5 * (x + w) - gamma * g
+                H[i, k] = half * (x + w) - gamma * g
         elif co.data.hetero:  # no noise (grad_het_exact: the same bits)
             for k in range(Xn.shape[1]):
-                x, w = np.float64(X[i, k]), np.float64(Xn[i, k])
+                x, w = X[i, k], Xn[i, k]
                 g = stored(Xn, grad_het_exact(k, x, A, B, i))
                 Xn[i, k] = x + w - gamma * g - H[i, k]
-                H[i, k] = 0.5 * (x + w) - gamma * g
+                H[i, k] = half * (x + w) - gamma * g
         elif co.kind != NONE:
             for k in range(Xn.shape[1]):
-                x, w = np.float64(X[i, k]), np.float64(Xn[i, k])
+                x, w = X[i, k], Xn[i, k]
                 g = stored(Xn, grad_hom(N, rp, k, v, u, dv, x, a0))
                 Xn[i, k] = x + w - gamma * g - H[i, k]
-                H[i, k] = 0.5 * (x + w) - gamma * g
+                H[i, k] = half * (x + w) - gamma * g
         else:  # no noise (grad_exact: the same bits)
             for k in range(Xn.shape[1]):
-                x, w = np.float64(X[i, k]), np.float64(Xn[i, k])
+                x, w = X[i, k], Xn[i, k]
                 g = stored(Xn, grad_exact(x, a0))
                 Xn[i, k] = x + w - gamma * g - H[i, k]
-                H[i, k] = 0.5 * (x + w) - gamma * g
+                H[i, k] = half * (x + w) - gamma * g
         return
     for k in range(Xn.shape[1]):
-        x, w, g = np.float64(X[i, k]), np.float64(Xn[i, k]), G[i, k]
+        x, w, g = X[i, k], Xn[i, k], G[i, k]
         Xn[i, k] = x + w - gamma * g - H[i, k]
-        H[i, k] = 0.5 * (x + w) - gamma * g
+        H[i, k] = half * (x + w) - gamma * g
     if DIAGONAL:  # one write per element: straight into G
         grad_row(co, node, Xn, i, G, i)
         return

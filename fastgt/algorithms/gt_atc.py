@@ -46,10 +46,11 @@ def update(view, cm, co, node, last):
             G[i, k] = g
     else:  # Y's own matrix with topology_y (CellMix's y fields are W's otherwise)
         mix_row(Yn, i, Y, cm.yindptr, cm.yindices, cm.yw, cm.ybeta, cm.m0, cm.yahead)
+        gamma = stored(X, cm.gamma)  # a float32 state's: float32
         for k in range(d):
             x = X[i, k]
             Z[i, k] = x
-            X[i, k] = x - cm.gamma * Yn[i, k]
+            X[i, k] = x - gamma * Yn[i, k]
 
 
 @template(**BLOCK_FLAGS)

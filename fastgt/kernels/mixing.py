@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS, SMALL_RUN
-from .rounding import prefetch_row
+from .rounding import prefetch_row, single, stored
 
 #: index 0 as a typed int64 for kernel calls: a literal 0 argument would make numba compile
 #: one more copy of the callee (a Literal[int](0) signature)
@@ -76,41 +76,88 @@ def prefetch_ahead(X, i, indptr, indices, ahead):
                 prefetch_row(X, j)
 
 
+@njit(**SCALAR_FLAGS)
+def pull(out, w, xj, xi):
+    """One entry's term of a row of W X as mix_row sums it into ``out``: w x_j (float64
+    state), or w (x_j - x_i) (float32: the Laplacian form, which settle adds to x_i)."""
+    return w * (xj - xi) if single(out) else w * xj
+
+
+@njit(**SCALAR_FLAGS)
+def settle(out, xi, s):
+    """The row's value from its terms' sum ``s`` (pull): s (float64), x_i + s (float32).
+
+    A float32 state mixes in the Laplacian form, x_i + sum_j w_ij (x_j - x_i), the
+    diagonal's own term 0: its row sums are exactly 1 whatever the weights' rounding (the
+    ring's 1/3, rounded, sum to 1 + 3e-8: a state mixed as sum_j w_ij x_j would grow by
+    that every step), a symmetric W keeps the mean, and near consensus each term is small,
+    so that the sum rounds once at the magnitude of x_i. Mixed as sum_j w_ij x_j, which
+    rounds at every term, a float32 GT run's mean ended 7e-5 relative from float64's after
+    40000 steps of stepsize 2e-4 (ring of 12, heterogeneous quadratic, no noise); in this
+    form 4e-6 (and 6e-6 with float64 arithmetic rounded on store, before float32 states
+    computed in float32). Float64 states keep sum_j w_ij x_j, and their bits. (single() is
+    a constant: LLVM drops the branch not taken.)"""
+    return xi + s if single(out) else s
+
+
+@njit(**SCALAR_FLAGS)
+def mix3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean):
+    """Coordinate k of row i of W X for a row of 3 entries (and the mean term), as ``out``
+    holds it (pull, settle): the one expression of mix_row's fused pass and D-SGD's."""
+    xi = X[i, k]
+    return settle(out, xi, pull(out, w0, X[j0, k], xi) + pull(out, beta, mean[k], xi)
+                  + pull(out, w1, X[j1, k], xi) + pull(out, w2, X[j2, k], xi))
+
+
+@njit(**SCALAR_FLAGS)
+def mix5(out, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean):
+    """mix3 for a row's first FUSED_MAX entries."""
+    xi = X[i, k]
+    return settle(out, xi, pull(out, w0, X[j0, k], xi) + pull(out, beta, mean[k], xi)
+                  + pull(out, w1, X[j1, k], xi) + pull(out, w2, X[j2, k], xi)
+                  + pull(out, w3, X[j3, k], xi) + pull(out, w4, X[j4, k], xi))
+
+
 @njit(**INLINE_FLAGS)
 def mix_row(out, i, X, indptr, indices, w, beta, mean, ahead):
     """out[i] = beta * mean + sum_e w_e X[j_e] over row i's CSR entries e, added in entry
     order. A row's first 3 entries, or first FUSED_MAX if it has that many, take one pass
     (a loop for each of the two counts, vectorizing with its rows' pointers known); every
-    further entry, and every entry of a row of 1, 2 or 4 entries, takes a pass of its own.
+    further entry, and the entry of a row of one, takes a pass of its own.
     Runs pad rows of 2 and 4 entries to 3 and 5 (pad_rows), so that they too are fused.
 
     The first product is written before ``beta * mean`` so that FMA contraction fuses each
     product into the running sum (fma(w0, x0, beta * mean), then fma(w1, x1, .), ...): the
-    same roundings as a pass per entry. ``ahead`` > 0: prefetch_ahead first."""
+    same roundings as a pass per entry. A float32 ``out``: the Laplacian form of each row
+    of 3 or more entries (settle). ``ahead`` > 0: prefetch_ahead first."""
     if ahead > 0:  # scattered neighbours (Mixing.ahead): the rows of row i + ahead
         prefetch_ahead(X, i, indptr, indices, ahead)
     d = out.shape[1]
     e0, e1 = indptr[i], indptr[i + 1]
-    rest = e0
+    beta = stored(out, beta)  # a float32 state: weights and mean in float32 (pull)
     if e1 - e0 == 3 or e1 - e0 >= FUSED_MAX:
-        j0, w0, j1, w1 = indices[e0], w[e0], indices[e0 + 1], w[e0 + 1]
-        j2, w2 = indices[e0 + 2], w[e0 + 2]
+        j0, w0, j1, w1 = indices[e0], stored(out, w[e0]), indices[e0 + 1], stored(out, w[e0 + 1])
+        j2, w2 = indices[e0 + 2], stored(out, w[e0 + 2])
         if e1 - e0 == 3:
             for k in range(d):
-                out[i, k] = w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k] + w2 * X[j2, k]
+                out[i, k] = mix3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean)
             return
-        j3, w3, j4, w4 = indices[e0 + 3], w[e0 + 3], indices[e0 + 4], w[e0 + 4]
+        j3, w3 = indices[e0 + 3], stored(out, w[e0 + 3])
+        j4, w4 = indices[e0 + 4], stored(out, w[e0 + 4])
         for k in range(d):
-            out[i, k] = (w0 * X[j0, k] + beta * mean[k] + w1 * X[j1, k] + w2 * X[j2, k]
-                         + w3 * X[j3, k] + w4 * X[j4, k])
-        rest = e0 + FUSED_MAX
-    else:
+            out[i, k] = mix5(out, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean)
+    else:  # a row of one entry or none (pad_rows pads 2 and 4): the identity, a pure mean
+        for k in range(d):  # term, one partner; as sum_j w_ij x_j in either type, exact
+            out[i, k] = beta * mean[k]  # there (x_i + (mean - x_i) need not be the mean)
+        for e in range(e0, e1):
+            j, we = indices[e], stored(out, w[e])
+            for k in range(d):
+                out[i, k] += we * X[j, k]
+        return
+    for e in range(e0 + FUSED_MAX, e1):  # a pass per further entry
+        j, we = indices[e], stored(out, w[e])
         for k in range(d):
-            out[i, k] = beta * mean[k]
-    for e in range(rest, e1):
-        j, we = indices[e], w[e]
-        for k in range(d):
-            out[i, k] += we * X[j, k]
+            out[i, k] += pull(out, we, X[j, k], X[i, k])
 
 
 def pad_rows(indptr, indices, weights):
@@ -148,17 +195,14 @@ def add_row(part, b, q, Z, i):
 
 @njit(**NJIT_FLAGS)
 def reduce_blocks(part, q, out, n):
-    """out = (sum over blocks b, in order, of part[b, q]) / n. A kernel, not a helper
+    """out = (sum over blocks b, in order, of part[b, q]) / n, summed in float64. A kernel, not a helper
     (config.INLINE_FLAGS): column_means calls it from Python, in every run's init, where a
     helper, not cached, would compile in every process."""
-    d = out.shape[0]
-    for k in range(d):
-        out[k] = 0.0
-    for b in range(part.shape[0]):
-        for k in range(d):
-            out[k] += part[b, q, k]
-    for k in range(d):
-        out[k] /= n
+    for k in range(out.shape[0]):
+        s = 0.0  # in float64, rounded once where out (a float32 state's means) holds less
+        for b in range(part.shape[0]):
+            s += part[b, q, k]
+        out[k] = s / n
 
 
 @njit(**INLINE_FLAGS)

@@ -28,7 +28,7 @@ from numba import njit, prange
 from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS
 from .mixing import ROW0, block_range
 from .rng import STREAM_NOISE, fill_normals, row_key, step_key, stream_key
-from .rounding import mul
+from .rounding import mul, stored
 from .specialize import specialize, template
 
 NONE = 0
@@ -66,8 +66,9 @@ def noise_at(N, rn, k, v, u, dv):
     """Coordinate k of a node's noise, N[rn, k] v (k < dv) or N[rn, k] u (k >= dv): with N
     a row of normals and v = u = 1 for gaussian noise, the step's shared draw and the
     node's structure values for structured noise, v = u = 0 for none (N finite). The
-    product as rounding.mul writes it (contractible after all: its module doc)."""
-    return mul(N[rn, k], noise_weight(k, v, u, dv))
+    product as rounding.mul writes it (contractible after all: its module doc), in N's type
+    (a float32 state's noise rows are float32, and so is its arithmetic)."""
+    return mul(N[rn, k], stored(N, noise_weight(k, v, u, dv)))
 
 
 @njit(**INLINE_FLAGS)

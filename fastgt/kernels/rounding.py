@@ -21,54 +21,87 @@ F64 = types.float64
 F32 = types.float32
 
 
-#: what fma and mul take: float64, and float32 (an element of a float32 state), widened
+#: what fma and mul take: float64, and float32 (an element of a float32 state)
 FLOATS = (F64, F32)
+
+
+def _float_type(args):
+    """The type fma and mul compute in: float32 when every argument is float32 (a float32
+    state's own arithmetic), else float64 (float32 arguments widened: a value from a
+    float64 array or scalar enters the sum unrounded); None for another argument."""
+    if not all(t in FLOATS for t in args):
+        return None
+    return F32 if all(t == F32 for t in args) else F64
+
+
+def _ir(ty):
+    return ir.FloatType() if ty == F32 else ir.DoubleType()
 
 
 @intrinsic
 def fma(typingctx, a, b, c):
-    """a * b + c rounded once (llvm.fma.f64; float32 arguments are widened first)."""
-    if not all(t in FLOATS for t in (a, b, c)):
+    """a * b + c rounded once (llvm.fma: in float32 when all three are float32, else in
+    float64, float32 arguments widened first)."""
+    ty = _float_type((a, b, c))
+    if ty is None:
         return None
 
     def codegen(context, builder, sig, args):
-        f64 = ir.DoubleType()
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(f64, [f64] * 3),
-                                            "llvm.fma.f64")
-        return builder.call(fn, args)
+        t = _ir(ty)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(t, [t] * 3),
+                                            "llvm.fma.f32" if ty == F32 else "llvm.fma.f64")
+        return builder.call(fn, args)  # numba casts the arguments to sig's types
 
-    return F64(F64, F64, F64), codegen
+    return ty(ty, ty, ty), codegen
 
 
 @intrinsic
 def mul(typingctx, a, b):
-    """a * b as an fmul emitted without fast-math flags (float32 arguments widened first);
-    numba's fastmath pass adds them, so it may still be fused into a sum (module doc)."""
-    if not all(t in FLOATS for t in (a, b)):
+    """a * b as an fmul emitted without fast-math flags (in float32 when both are float32,
+    else float64, a float32 argument widened); numba's fastmath pass adds them, so it may
+    still be fused into a sum (module doc)."""
+    ty = _float_type((a, b))
+    if ty is None:
         return None
 
     def codegen(context, builder, sig, args):
         return builder.fmul(args[0], args[1])
 
-    return F64(F64, F64), codegen
+    return ty(ty, ty), codegen
 
 
 @intrinsic
 def stored(typingctx, arr, v):
-    """The float64 ``v`` as the array ``arr`` holds it, as a float64: rounded to float32 (once)
-    for a float32 array, ``v`` itself for a float64 one. Kernels compute in float64 and round
-    where they store; a value that is stored and also used again (a new iterate's gradient, a
-    gradient that a later step recomputes) goes through this first, so that every use sees the
-    stored bits. Free for float64 arrays: no instruction, the same bits."""
-    if not (isinstance(arr, types.Array) and arr.dtype in (F64, F32) and v == F64):
+    """The number ``v`` as the array ``arr`` holds it, in its type: rounded to float32 (once)
+    for a float32 array, ``v`` itself for a float64 one (a float32 ``v`` widened, exactly).
+    A float32 state computes in float32: its kernels take every float64 operand (a
+    stepsize, a weight, a gradient computed in float64) through this, so that the
+    arithmetic around it stays float32; a value that is stored and also used again (a new
+    iterate's gradient, a gradient that a later step recomputes) goes through it too, so
+    that every use sees the stored bits. Free for float64 arrays: no instruction, the same
+    bits."""
+    if not (isinstance(arr, types.Array) and arr.dtype in FLOATS and v in FLOATS):
         return None
+    ty = arr.dtype
 
     def codegen(context, builder, sig, args):
-        if sig.args[0].dtype == F32:
-            return builder.fpext(builder.fptrunc(args[1], ir.FloatType()), ir.DoubleType())
-        return args[1]
+        return context.cast(builder, args[1], sig.args[1], ty)
 
-    return F64(arr, v), codegen
+    return ty(arr, v), codegen
+
+
+@intrinsic
+def single(typingctx, arr):
+    """Whether ``arr`` holds float32 values: a constant of its type, which LLVM folds (the
+    branch not taken is dropped)."""
+    if not isinstance(arr, types.Array):
+        return None
+    flag = arr.dtype == F32
+
+    def codegen(context, builder, sig, args):
+        return context.get_constant(types.boolean, flag)
+
+    return types.boolean(arr), codegen
 
 
 #: the LLVM function attribute that sets a function's preferred vector width (the x86

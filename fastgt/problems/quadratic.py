@@ -171,18 +171,19 @@ class DiagonalQuadratic(Problem):
 
     def kernel_data(self, pad) -> QuadData:
         if self.hetero:
-            return QuadData(True, float(self.a0), pad(self.A, self.data_dtype),
+            return QuadData(True, self.data_dtype(self.a0), pad(self.A, self.data_dtype),
                             pad(self.B, self.data_dtype))
         dummy = np.zeros((1, 1), dtype=self.data_dtype)  # one signature per data type
-        return QuadData(False, float(self.a0), dummy, dummy)
+        return QuadData(False, self.data_dtype(self.a0), dummy, dummy)
 
     def in_dtype(self, dtype: str) -> DiagonalQuadratic:
-        """A and B rounded to ``dtype`` and read as such (a float32 state: half the traffic
-        of a heterogeneous step's A and B); abar, x* and f* are then those of the rounded
+        """A, B and a0 rounded to ``dtype`` and read as such (a float32 state: half the
+        traffic of a heterogeneous step's A and B, and its arithmetic in float32); abar, x* and f* are then those of the rounded
         problem. Itself when it is read as ``dtype`` already (Batch asks again)."""
         if dtype == "float64" or self.data_dtype is np.dtype(dtype).type:
             return self
         return dataclasses.replace(self, A=rounded(self.A, dtype), B=rounded(self.B, dtype),
+                                   a0=float(rounded(self.a0, dtype)),
                                    data_dtype=np.dtype(dtype).type)
 
     def metrics(self, pad):

@@ -220,3 +220,32 @@ def test_float32_problem_arrays_are_rounded_and_read_as_float32(name, kw, tmp_pa
     g = p32.full_grad(p32.xstar)  # the rounded problem's own optimum
     assert np.linalg.norm(g) < 1e-8 * max(1.0, np.linalg.norm(p32.full_grad(np.zeros(5))))
     assert abs(p32.fstar - prob.fstar) < 1e-6 * max(1.0, abs(prob.fstar))
+
+
+@pytest.mark.parametrize("name,kw", [("ring", {"n": 12}), ("torus", {"rows": 4, "cols": 5}),
+                                     ("erdos_renyi", {"n": 25, "prob": 0.25, "seed": 3}),
+                                     ("interp_ring", {"n": 16, "alpha": 0.6}),
+                                     ("complete", {"n": 10})])
+def test_float32_mixing_keeps_consensus_exactly(name, kw):
+    """A float32 state mixes in the Laplacian form, x_i + sum_j w_ij (x_j - x_i) (mixing.
+    settle): a state at consensus is mixed to itself, bit for bit, whatever its weights'
+    rounding (mixed as sum_j w_ij x_j in float32, four of these five moved coordinates
+    by an ulp), and near consensus a row moves by its neighbours' differences, rounded
+    once at its own magnitude."""
+    from fastgt.kernels.mixing import mix_row, pad_rows
+
+    W = fastgt.topology(name, **kw).period[0]
+    indptr, indices, w = pad_rows(W.indptr, W.indices, W.weights[None].astype(np.float64))
+    c = np.random.default_rng(2).normal(size=64).astype(np.float32) * np.float32(1e3)
+    X = np.tile(c, (W.n, 1))
+    mean = c.copy()  # the column means, as the kernels keep them (the state's type)
+    out = np.empty_like(X)
+    for i in range(W.n):
+        mix_row(out, np.int64(i), X, indptr, indices, w[0], W.mean_weight, mean, np.int64(0))
+    assert np.array_equal(out, X)
+    X[3] += np.float32(1e-3)  # one row off consensus: its neighbours move toward it
+    for i in range(W.n):
+        mix_row(out, np.int64(i), X, indptr, indices, w[0], W.mean_weight, mean, np.int64(0))
+    want = (W.to_dense() @ X.astype(np.float64)) if W.mean_weight == 0 else None
+    if want is not None:
+        assert np.allclose(out, want, rtol=0, atol=np.spacing(np.float32(1e3 * 4)))

@@ -17,7 +17,11 @@ sparse rows' code as it was; the 24 float64 logistic and non-convex runs on dens
 re-recorded when their slope came to use fastgt's own exp, kernels/exp.py, numerics
 version 3 of those problems: every sum and norm within 8e-16 of the one before, the 26
 others' bits unchanged, sparse rows keeping libm's exp).
-tests/problems/test_samples.py checks those blocks' bits on any CPU.
+tests/problems/test_samples.py checks those blocks' bits on any CPU. Its two float32 runs
+were re-recorded when a float32 state came to compute in float32 (rounding.stored; before,
+its kernels widened every element to float64 and rounded on store), and runs of float32
+states on the quadratic problems, every algorithm, got a set of their own then,
+tests/kernels/golden_float32.json (``--write-float32``), which guards that arithmetic.
 """
 
 from __future__ import annotations
@@ -31,10 +35,12 @@ import numpy as np
 import pytest
 
 import fastgt
+from fastgt.algorithms import ALGORITHMS
 from fastgt.runtime import max_threads
 
 GOLDEN = Path(__file__).with_name("golden.json")
 GOLDEN_DATA = Path(__file__).with_name("golden_data.json")
+GOLDEN_FLOAT32 = Path(__file__).with_name("golden_float32.json")
 
 TOPOLOGIES = {
     "ring": ("ring", {"n": 12, "self_weight": 0.2}, 13),
@@ -59,6 +65,13 @@ DATA_PROBLEMS = {
 DATA_NOISES = {"minibatch": 5, "full": 1, "minibatch+gaussian": 8}
 DATA_ALGORITHMS = ("gt", "dsgd", "d2", "extra")
 DATA_RUN = {"stepsize": 0.1, "steps": 30, "record_every": 7, "seed": 11, "d": 13}
+
+
+#: float32 states: every algorithm on general CSR rows with structured noise, the fused
+#: D-SGD pass, a mean term with gaussian noise, GT's recomputed gradients on a torus
+FLOAT32_KEYS = ([f"{a}/erdos_renyi/hetero_quadratic/structured" for a in ALGORITHMS]
+                + ["dsgd/ring/quadratic/none", "gt/interp_ring/quadratic/gaussian",
+                   "gt/torus/hetero_quadratic/none"])
 
 
 def keys():
@@ -113,10 +126,10 @@ def data_run(key: str, folder: Path, threads: int = 1):
                       **run_kw)
 
 
-def run(key: str, threads: int = 1):
+def run(key: str, threads: int = 1, dtype: str = "float64"):
     algo, W, prob, noise, d = parts(key)
     return fastgt.run(algorithm=algo, topology=W, problem=prob, noise=noise, d=d,
-                      threads=threads, **RUN)
+                      threads=threads, dtype=dtype, **RUN)
 
 
 #: the records' columns the golden set holds: step and the five metrics of its time
@@ -199,6 +212,24 @@ def test_data_problems_two_threads(golden_data, key, tmp_path):
     _check(key, fingerprint(data_run(key, tmp_path, threads=2)), golden_data)
 
 
+@pytest.fixture(scope="module")
+def golden_float32():
+    return _load(GOLDEN_FLOAT32)
+
+
+def test_the_float32_set_covers_its_keys(golden_float32):
+    assert sorted(golden_float32["runs"]) == sorted(FLOAT32_KEYS)
+
+
+@pytest.mark.filterwarnings("ignore::fastgt.FastGTWarning")  # D², EXTRA: the drift note
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("key", FLOAT32_KEYS)
+def test_float32_states(golden_float32, key, threads):
+    if threads > max_threads():
+        pytest.skip("needs 2 numba threads")
+    _check(key, fingerprint(run(key, threads, "float32")), golden_float32)
+
+
 @pytest.mark.parametrize("algo", ["gt", "dsgd"])
 @pytest.mark.parametrize("noise", NOISES)
 @pytest.mark.parametrize("parallel,threads", [("cells", 1), ("blocks", 2)])
@@ -239,8 +270,21 @@ def write_data() -> None:
     print(f"wrote {len(runs)} runs to {GOLDEN_DATA}")
 
 
+def write_float32() -> None:
+    import warnings
+
+    warnings.simplefilter("ignore", fastgt.FastGTWarning)
+    runs = {key: fingerprint(run(key, dtype="float32")) for key in FLOAT32_KEYS}
+    GOLDEN_FLOAT32.write_text(json.dumps({"cpu": cpu(), "fastgt": fastgt.__version__,
+                                          "run": RUN, "runs": runs}, indent=1,
+                                         sort_keys=True) + "\n")
+    print(f"wrote {len(runs)} runs to {GOLDEN_FLOAT32}")
+
+
+WRITERS = {"--write": write, "--write-data": write_data, "--write-float32": write_float32}
+
 if __name__ == "__main__":
-    if sys.argv[1:] not in (["--write"], ["--write-data"]):
-        sys.exit("usage: python tests/kernels/test_golden.py --write | --write-data  (only "
-                 "before a change that must keep the numbers)")
-    write() if sys.argv[1] == "--write" else write_data()
+    if len(sys.argv) != 2 or sys.argv[1] not in WRITERS:
+        sys.exit("usage: python tests/kernels/test_golden.py --write | --write-data | "
+                 "--write-float32  (only before a change that must keep the numbers)")
+    WRITERS[sys.argv[1]]()

@@ -3,7 +3,8 @@
 Noiseless runs must agree to 1e-10 relative; noisy runs too, when the reference is fed the
 exact noise matrices fastgt draws. steps is not a multiple of record_every, so the runs
 span several kernel calls of unequal length and a final partial record. Runs with a float32
-state follow the same (float64) reference to RTOL32, what their roundings allow.
+state follow the same (float64) reference to RTOL32 (RTOL32_DRIFT for D² and EXTRA), what
+their roundings allow.
 """
 
 import numpy as np
@@ -27,11 +28,17 @@ pytestmark = [
 STEPS, RECORD = 23, 5  # records at 0, 5, 10, 15, 20, 23
 GAMMA = 0.1
 RTOL = 1e-10
-#: a float32 state rounds every stored value once, by at most 2^-24 relative; a step stores
-#: each row of its few arrays once (a mix, an update, a gradient), and the steps here do
-#: not expand errors by more than a small factor: 8 roundings per step over STEPS steps
-#: bound the deviation from the float64 reference with a margin (measured: 2e-8 to 1.1e-6)
+#: a float32 state computes in float32, each operation rounding by at most 2^-24 relative:
+#: a step rounds a row a few times (its mix about once at the row's magnitude, in the
+#: Laplacian form, mixing.settle; its update's operations), and the steps here do not
+#: expand errors by more than a small factor: 8 roundings per step over STEPS steps bound
+#: the deviation from the float64 reference with a margin (measured: the metrics within
+#: 0.03-0.1x this but D²'s). An algorithm that drifts (D², EXTRA: its mean's second-order
+#: recursion sums each step's roundings into a velocity, a random walk that the mean then
+#: sums) deviates as STEPS^(3/2) rather than STEPS: sqrt(STEPS) x this (measured: D² within
+#: 1-3x RTOL32 on the metrics of xbar since its noise rows are float32, 1x before)
 RTOL32 = 8 * STEPS * 2.0**-24
+RTOL32_DRIFT = RTOL32 * STEPS**0.5
 #: every registered algorithm: each needs its dense twin (test_every_algorithm_has_a_twin)
 ALGOS = list(ALGORITHMS)
 
@@ -71,7 +78,8 @@ def _check_against_reference(algorithm, W, d, problem, noise, sigma2=1.0, x0=Non
                      sigma2=ref.given_sigma2(noise, sigma2), d=d, stepsize=GAMMA, steps=STEPS,
                      record_every=RECORD, seed=seed, x0=x0, local_steps=local_steps, dtype=dtype,
                      allow_unstable=True)  # d2 on a torus: short runs
-    rtol = RTOL if dtype == "float64" else RTOL32
+    rtol = (RTOL if dtype == "float64"
+            else RTOL32_DRIFT if ALGORITHMS[algorithm].drifts else RTOL32)
     assert all(np.asarray(a).dtype == dtype for a in res.state.values())
     if x0 is None:  # the default x0 of the seed
         x0 = ref.default_x0(seed, W.n, d)

@@ -215,7 +215,7 @@ def test_setup_a_long_runs(name, algorithm, gamma):
 
 @pytest.mark.parametrize("algorithm", fastgt.theory.ALGORITHMS)
 def test_float32_setup_a_plateaus(algorithm):
-    """A float32 state (arithmetic in float64, rounded where stored): the same statistical
+    """A float32 state (float32 arithmetic): the same statistical
     check of loss_avg and loss_nodes against the exact theory, which knows no rounding; its
     relative errors, ~1e-7 per step, are far below the plateaus' ~1% standard errors."""
     with warnings.catch_warnings():

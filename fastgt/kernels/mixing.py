@@ -195,14 +195,20 @@ def add_row(part, b, q, Z, i):
 
 @njit(**NJIT_FLAGS)
 def reduce_blocks(part, q, out, n):
-    """out = (sum over blocks b, in order, of part[b, q]) / n, summed in float64. A kernel, not a helper
-    (config.INLINE_FLAGS): column_means calls it from Python, in every run's init, where a
-    helper, not cached, would compile in every process."""
-    for k in range(out.shape[0]):
-        s = 0.0  # in float64, rounded once where out (a float32 state's means) holds less
-        for b in range(part.shape[0]):
-            s += part[b, q, k]
-        out[k] = s / n
+    """out = (sum over blocks b, in order, of part[b, q]) / n, summed in float64 into
+    part[0, q] (block sums are scratch: every caller writes them anew before it reduces
+    them) and rounded once where ``out`` (a float32 state's means) holds less: vectorized
+    along the row, the same sums and bits as summing into a float64 ``out`` from 0. A
+    kernel, not a helper (config.INLINE_FLAGS): column_means calls it from Python, in
+    every run's init, where a helper, not cached, would compile in every process."""
+    d = out.shape[0]
+    for k in range(d):
+        part[0, q, k] = 0.0 + part[0, q, k]  # as 0 + p: the sign of a zero sum
+    for b in range(1, part.shape[0]):
+        for k in range(d):
+            part[0, q, k] += part[b, q, k]
+    for k in range(d):
+        out[k] = part[0, q, k] / n
 
 
 @njit(**INLINE_FLAGS)

@@ -44,7 +44,7 @@ INLINE_FLAGS = dict(NJIT_FLAGS, cache=False, forceinline=True, _nrt=False)
 #: gaussian noise 1.9-3.6x slower)
 SCALAR_FLAGS = dict(NJIT_FLAGS, inline="always")
 
-#: the element types a run's state may have (``dtype``; arithmetic is float64 either way):
+#: the element types a run's state may have (``dtype``, which its arithmetic follows):
 #: float32 halves the state's memory and a step's traffic
 DTYPES = ("float64", "float32")
 

@@ -240,7 +240,7 @@ _DECLARED = [
           "condition (d2: lambda_n(W) > -1/3, a static W, local_steps 1; extra: symmetric "
           "matrices) and let the divergence be recorded"),
     Param("dtype", str, "run", "element type of the state: float64 (default) or float32 (half "
-          "the memory and traffic; arithmetic stays float64, rounded where stored)",
+          "the memory and traffic, float32 arithmetic; docs/engine.md)",
           choices=_dtypes),
     # ------------------------------------------------------------- topology
     Param("n", int, "topology", "number of nodes", _int(2)),

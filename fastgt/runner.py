@@ -48,8 +48,8 @@ def run(algorithm: str = "gt", topology: MixingMatrix | str | None = None, probl
     table, ``{"topology": "ring", "n": 30, "self_weight": 0.5}``.
     dtype: "float64" or "float32", the element type of the state (X, Y, G, ...) and of the
     problem's per-step arrays (rounded to it: the run is on the rounded problem): float32
-    halves their memory and traffic; the kernels still compute in float64 and round where
-    they store, and ``state`` holds float32 arrays (docs/engine.md).
+    halves their memory and traffic, the kernels compute in float32 (a data problem's
+    gradients in float64, rounded once), and ``state`` holds float32 arrays (docs/engine.md).
     A parameter that neither the topology nor the problem takes is refused by name.
     """
     if topology is None:

@@ -67,10 +67,9 @@ def update(view, cm, co, node, last):
                 X[i, k] = Zn[i, k]
         if co.data.hetero and co.kind != NONE:
             A, B = co.data.A, co.data.B
-            for k in range(d):  # the noisy gradient in float64, rounded once (stored)
+            for k in range(d):
                 x = Zn[i, k]
-                Zn[i, k] = x - gamma * stored(Zn, noise_at(N, rn, k, v, u, dv)
-                                              + (A[i, k] * x - B[i, k]))
+                Zn[i, k] = x - gamma * (noise_at(N, rn, k, v, u, dv) + (A[i, k] * x - B[i, k]))
         elif co.data.hetero:  # no noise: 0 + r is r (grad_het_exact: the same bits)
             A, B = co.data.A, co.data.B
             for k in range(d):
@@ -79,7 +78,7 @@ def update(view, cm, co, node, last):
         else:
             for k in range(d):
                 x = Zn[i, k]
-                Zn[i, k] = x - gamma * stored(Zn, a0 * x + noise_at(N, rn, k, v, u, dv))
+                Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
 
 
 @jit(**INLINE_FLAGS)
@@ -90,30 +89,29 @@ def fused(Zn, i, Z, indices, w, e0, m, beta, mean, noisy, N, rn, v, u, dv, gamma
     vectorizing (measured 6 ns/elem instead of 0.5). Without noise (``noisy`` False) the
     loops leave out the noise term, which is then exactly zero: fma(a0, x, 0) is a0 x
     rounded (the same bits), and each element loads two arrays instead of three. The mixed
-    x is taken as Zn would hold it (stored: rounded for a float32 state), as the unfused
-    pass reads it back."""
+    x is in Zn's type (mix3, mix5), as the unfused pass reads it back."""
     d = Zn.shape[1]
     j0, w0, j1, w1 = indices[e0], stored(Zn, w[e0]), indices[e0 + 1], stored(Zn, w[e0 + 1])
     j2, w2, beta = indices[e0 + 2], stored(Zn, w[e0 + 2]), stored(Zn, beta)
     if m == 3:
         if noisy:
             for k in range(d):
-                x = stored(Zn, mix3(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, beta, mean))
-                Zn[i, k] = x - gamma * stored(Zn, a0 * x + noise_at(N, rn, k, v, u, dv))
+                x = mix3(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, beta, mean)
+                Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
         else:
             for k in range(d):
-                x = stored(Zn, mix3(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, beta, mean))
+                x = mix3(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, beta, mean)
                 Zn[i, k] = x - gamma * (a0 * x)
         return
     j3, w3 = indices[e0 + 3], stored(Zn, w[e0 + 3])
     j4, w4 = indices[e0 + 4], stored(Zn, w[e0 + 4])
     if noisy:
         for k in range(d):
-            x = stored(Zn, mix5(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean))
-            Zn[i, k] = x - gamma * stored(Zn, a0 * x + noise_at(N, rn, k, v, u, dv))
+            x = mix5(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean)
+            Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
     else:
         for k in range(d):
-            x = stored(Zn, mix5(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean))
+            x = mix5(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean)
             Zn[i, k] = x - gamma * (a0 * x)
 
 

@@ -55,9 +55,10 @@ def update(view, cm, co, node, last):
         out, src, mq = (Xn, X, cm.m0) if q == 0 else (Yn, Y, cm.m1)
         mix_row(out, i, src, cm.indptr, cm.indices, cm.w, cm.beta, mq, cm.ahead)
     if cm.ysep:  # topology_y: x' from W Y, then Y's own mix (a call site of its own: the
-        g32 = stored(Xn, cm.gamma)  # plain step keeps the loop above exactly as it was)
+        # plain step keeps the loop above exactly as it was)
+        gy = stored(Xn, cm.gamma)  # in the state's type
         for k in range(d):
-            Xn[i, k] = Xn[i, k] - g32 * Yn[i, k]
+            Xn[i, k] = Xn[i, k] - gy * Yn[i, k]
         mix_row(Yn, i, Y, cm.yindptr, cm.yindices, cm.yw, cm.ybeta, cm.m1, cm.yahead)
     gamma = stored(Xn, 0.0 if cm.ysep else cm.gamma)  # a float32 state's: float32
     if not DIAGONAL:

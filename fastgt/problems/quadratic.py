@@ -21,7 +21,7 @@ from ..kernels import jit
 from ..kernels.metrics import quadratic_metrics, quadratic_metrics_parallel
 from ..kernels.mixing import big
 from ..kernels.oracles import NONE, STRUCTURED, ProblemKernels, noise_at, noise_weight
-from ..kernels.rounding import fma, mul
+from ..kernels.rounding import fma, mul, stored
 from .base import Problem, rounded
 
 #: the family's arrays as its kernels read them (co.data): A and B (n, dp) when hetero,
@@ -47,8 +47,9 @@ def grad_exact(x, a0):
 @jit(**SCALAR_FLAGS)
 def grad_het(N, rn, k, v, u, dv, x, A, B, i):
     """Coordinate k of node i's noisy gradient, fma(N[rn, k], w, fma(A_ik, x, -B_ik)) with
-    w = noise_weight(k, v, u, dv)."""
-    return fma(N[rn, k], noise_weight(k, v, u, dv), fma(A[i, k], x, -B[i, k]))
+    w = noise_weight(k, v, u, dv) in N's type (as noise_at has it: float32 arithmetic for
+    a float32 state)."""
+    return fma(N[rn, k], stored(N, noise_weight(k, v, u, dv)), fma(A[i, k], x, -B[i, k]))
 
 
 @jit(**SCALAR_FLAGS)
@@ -171,8 +172,8 @@ class DiagonalQuadratic(Problem):
 
     def kernel_data(self, pad) -> QuadData:
         if self.hetero:
-            return QuadData(True, self.data_dtype(self.a0), pad(self.A, self.data_dtype),
-                            pad(self.B, self.data_dtype))
+            return QuadData(True, self.data_dtype(self.a0),
+                            pad(self.A, self.data_dtype), pad(self.B, self.data_dtype))
         dummy = np.zeros((1, 1), dtype=self.data_dtype)  # one signature per data type
         return QuadData(False, self.data_dtype(self.a0), dummy, dummy)
 

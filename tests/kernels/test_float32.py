@@ -238,7 +238,7 @@ def test_float32_mixing_keeps_consensus_exactly(name, kw):
     indptr, indices, w = pad_rows(W.indptr, W.indices, W.weights[None].astype(np.float64))
     c = np.random.default_rng(2).normal(size=64).astype(np.float32) * np.float32(1e3)
     X = np.tile(c, (W.n, 1))
-    mean = c.copy()  # the column means, as the kernels keep them (the state's type)
+    mean = np.stack([c, np.zeros_like(c)])  # the column means as the kernels keep them
     out = np.empty_like(X)
     for i in range(W.n):
         mix_row(out, np.int64(i), X, indptr, indices, w[0], W.mean_weight, mean, np.int64(0))

@@ -62,11 +62,11 @@ def kernels():
                     mix_row(out, i, X, indptr, indices, w, beta, mean, 0)
                 elif five:
                     for k in range(d):
-                        out[i, k] = (v0 * X[i + o0, k] + beta * mean[0, k] + v1 * X[i + o1, k]
+                        out[i, k] = (v0 * X[i + o0, k] + beta * mean[k] + v1 * X[i + o1, k]
                                      + v2 * X[i + o2, k] + v3 * X[i + o3, k] + v4 * X[i + o4, k])
                 else:
                     for k in range(d):
-                        out[i, k] = (v0 * X[i + o0, k] + beta * mean[0, k] + v1 * X[i + o1, k]
+                        out[i, k] = (v0 * X[i + o0, k] + beta * mean[k] + v1 * X[i + o1, k]
                                      + v2 * X[i + o2, k])
 
     @njit(**BLOCK_FLAGS)
@@ -106,7 +106,7 @@ def timed(kernels, name: str, n: int, d: int, repeats: int, target_s: float):
     W, inner, offs, wo = case(name, n)
     dp = -(-d // 8) * 8  # rows padded to whole cache lines, as the engine's
     X = np.random.default_rng(0).standard_normal((W.n, dp))
-    mean = np.zeros((2, dp))  # the column means and their residual (mixing.reduce_blocks)
+    mean = np.zeros(dp)
     ip, ix, w = W.indptr.astype(np.int64), W.indices.astype(np.int64), W.weights
     by_csr, by_offsets, copy = kernels
     outs = [np.empty_like(X) for _ in range(3)]

@@ -406,8 +406,9 @@ class _Recorder:
         last = dict(zip((m.name for m in self.declared), self.out))
         X, Y = self.batch.real(X), None if Y is None else self.batch.real(Y)
         eps2, xbar = rounding_eps2(X, Y, last["consensus"], last["tracking"])
+        beta = float(np.max(np.abs(self.batch.mix.beta[self.c])))  # its mean term's weight
         return rounding_limited(summary, floors(eps2, self.history, steps, xbar, X.shape[0],
-                                                self.batch.problem), drifts)
+                                                self.batch.problem, beta), drifts)
 
     def _snapshot(self, X, Y) -> M.Snapshot:
         real = self.batch.real

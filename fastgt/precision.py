@@ -12,7 +12,13 @@ metric, to second order and in expectation, by
     loss_avg              tr(H) eps^2 / (2 n)
     grad_norm2            tr(H^2) eps^2 / n
 
-(H: f's Hessian at xbar, Problem.hessian_traces). A recursion whose modes do not expand
+(H: f's Hessian at xbar, Problem.hessian_traces). A mixing with a mean term of weight beta
+rounds beta (mean - x_i) in float32 alike for every node whose x_i shares a binade (the
+mean's bits below x_i's last one): xbar then moves by that rounding too, as one rounding of
+variance beta^2 eps^2 / 12 per step, which the nodes do not average out (loss_avg, loss_nodes
+and grad_norm2 take n (1/n + beta^2 / 12) times the figures above; the paper's Figure 1
+cells with a strong mean term, alpha = 0.25 and 0.5, reach Setup B floors of 1e-9 in
+float32). A recursion whose modes do not expand
 accumulates the variance of such perturbations at most linearly in the steps, so after
 ``steps`` steps a plateau below ROUNDING_MARGIN x steps x that is the state's rounding, not
 the algorithm. Contracting modes forget old roundings, so the state's magnitude at the end
@@ -56,14 +62,17 @@ def rounding_eps2(X: np.ndarray, Y: np.ndarray | None, consensus: float,
 
 
 def floors(eps2: float, history: float, steps: int, xbar: np.ndarray, n: int,
-           problem) -> dict:
+           problem, beta: float = 0.0) -> dict:
     """Each kernel metric's accumulated floor after ``steps`` steps that end at a state of
     n x d values of squared ulp ``eps2`` and mean xbar (the table of the module docstring,
     x steps); ``history``: the records' sum of eps^2 x steps for an algorithm with a
-    tracker (its metrics of xbar take the larger), else 0."""
+    tracker (its metrics of xbar take the larger), else 0; ``beta``: the weight of the
+    mixing's mean term (its rounding, alike for every node, moves xbar: module doc)."""
     d = xbar.shape[0]
     tr, tr2 = problem.hessian_traces(xbar)
-    mean, nodes = max(history, eps2 * steps) / n, eps2 * steps * (1 - 1 / n)  # xbar's, x_i's
+    # xbar's: the nodes' own roundings average out, the mean term's do not
+    mean = max(history, eps2 * steps) * (1 / n + beta**2 / 12)
+    nodes = eps2 * steps * (1 - 1 / n)  # the x_i's
     return {"loss_avg": 0.5 * tr * mean, "loss_nodes": 0.5 * tr * (nodes + mean),
             "consensus": d * nodes, "grad_norm2": tr2 * mean, "tracking": d * nodes}
 

@@ -271,9 +271,8 @@ class Batch:
         self.scratch = aligned((C, nb, dpad), dtype=self.dtype)
         self.grads_scratch = aligned((C, nb, dp))  # a gradient row per block
         self.part = aligned((C, int(n_blocks(n)), 2, dp))  # per-block column sums
-        # column means of the mixed quantities, in the state's type (its mixing's), each
-        # with its rounding's residual (mixing.reduce_blocks)
-        self.means = aligned((C, 2, 2, dp), dtype=self.dtype)
+        # column means of the mixed quantities, in the state's type (its mixing's)
+        self.means = aligned((C, 2, dp), dtype=self.dtype)
         nz = first.noise
         self.oracle = Oracle(np.array([c.seed for c in cells], dtype=np.int64), nz.kind,
                              np.array([c.noise.scale for c in cells], dtype=np.float64),

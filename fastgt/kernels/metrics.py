@@ -47,12 +47,12 @@ def block_terms(X, Y, has_y, abar, xstar, xbar, ybar, sums, b):
 @njit(**NJIT_FLAGS)
 def centres(part, has_y, n, d):
     """xbar and ybar (zeros when has_y is False) from the block sums in part[:, 0], [:, 1]."""
-    xbar = np.empty((2, d))  # the mean and (float64: zero) residual rows reduce_blocks writes
-    ybar = np.zeros((2, d))
+    xbar = np.empty(d)
+    ybar = np.zeros(d)
     reduce_blocks(part, ROW0, xbar, n)  # no literal argument (mixing.ROW0)
     if has_y:
         reduce_blocks(part, ROW0 + 1, ybar, n)
-    return xbar[0], ybar[0]
+    return xbar, ybar
 
 
 @njit(**NJIT_FLAGS)

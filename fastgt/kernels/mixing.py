@@ -84,17 +84,6 @@ def pull(out, w, xj, xi):
 
 
 @njit(**SCALAR_FLAGS)
-def pull_mean(out, beta, mean, k, xi):
-    """The mean term's pull: beta mean[0, k] (float64 state), or beta ((m - x_i) + l) with
-    m = mean[0, k] and l = mean[1, k] the float64 mean as float32 and what that rounding
-    left (reduce_blocks): a float32 mean alone, rounded alike for every node, moved every
-    row, and so xbar, by the same error each step (Setup B's loss_avg floors of the
-    paper's Figure 1 cells with a strong mean term rose to 1e-9, and loss_nodes moved 2%),
-    where each row's own roundings move xbar by 1 / n of theirs."""
-    return beta * ((mean[0, k] - xi) + mean[1, k]) if single(out) else beta * mean[0, k]
-
-
-@njit(**SCALAR_FLAGS)
 def settle(out, xi, s):
     """The row's value from its terms' sum ``s`` (pull): s (float64), x_i + s (float32).
 
@@ -113,11 +102,10 @@ def settle(out, xi, s):
 
 @njit(**SCALAR_FLAGS)
 def mix3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean):
-    """Coordinate k of row i of W X for a row of 3 entries (and the mean term: ``mean``
-    (2, d), reduce_blocks), as ``out`` holds it (pull, settle): the one expression of
-    mix_row's fused pass and D-SGD's."""
+    """Coordinate k of row i of W X for a row of 3 entries (and the mean term), as ``out``
+    holds it (pull, settle): the one expression of mix_row's fused pass and D-SGD's."""
     xi = X[i, k]
-    return settle(out, xi, pull(out, w0, X[j0, k], xi) + pull_mean(out, beta, mean, k, xi)
+    return settle(out, xi, pull(out, w0, X[j0, k], xi) + pull(out, beta, mean[k], xi)
                   + pull(out, w1, X[j1, k], xi) + pull(out, w2, X[j2, k], xi))
 
 
@@ -125,7 +113,7 @@ def mix3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean):
 def mix5(out, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean):
     """mix3 for a row's first FUSED_MAX entries."""
     xi = X[i, k]
-    return settle(out, xi, pull(out, w0, X[j0, k], xi) + pull_mean(out, beta, mean, k, xi)
+    return settle(out, xi, pull(out, w0, X[j0, k], xi) + pull(out, beta, mean[k], xi)
                   + pull(out, w1, X[j1, k], xi) + pull(out, w2, X[j2, k], xi)
                   + pull(out, w3, X[j3, k], xi) + pull(out, w4, X[j4, k], xi))
 
@@ -133,7 +121,7 @@ def mix5(out, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean):
 @njit(**INLINE_FLAGS)
 def mix_row(out, i, X, indptr, indices, w, beta, mean, ahead):
     """out[i] = beta * mean + sum_e w_e X[j_e] over row i's CSR entries e, added in entry
-    order (``mean``: (2, d), the column means as reduce_blocks writes them). A row's first 3 entries, or first FUSED_MAX if it has that many, take one pass
+    order. A row's first 3 entries, or first FUSED_MAX if it has that many, take one pass
     (a loop for each of the two counts, vectorizing with its rows' pointers known); every
     further entry, and the entry of a row of one, takes a pass of its own.
     Runs pad rows of 2 and 4 entries to 3 and 5 (pad_rows), so that they too are fused.
@@ -160,7 +148,7 @@ def mix_row(out, i, X, indptr, indices, w, beta, mean, ahead):
             out[i, k] = mix5(out, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean)
     else:  # a row of one entry or none (pad_rows pads 2 and 4): the identity, a pure mean
         for k in range(d):  # term, one partner; as sum_j w_ij x_j in either type, exact
-            out[i, k] = beta * mean[0, k]  # there (x_i + (mean - x_i) need not be the mean)
+            out[i, k] = beta * mean[k]  # there (x_i + (mean - x_i) need not be the mean)
         for e in range(e0, e1):
             j, we = indices[e], stored(out, w[e])
             for k in range(d):
@@ -207,24 +195,20 @@ def add_row(part, b, q, Z, i):
 
 @njit(**NJIT_FLAGS)
 def reduce_blocks(part, q, out, n):
-    """out[0] = m = (sum over blocks b, in order, of part[b, q]) / n, summed in float64 into
+    """out = (sum over blocks b, in order, of part[b, q]) / n, summed in float64 into
     part[0, q] (block sums are scratch: every caller writes them anew before it reduces
-    them), and out[1] = m - out[0]: for a float32 ``out`` (a float32 state's means), m
-    rounded and what the rounding left, both float32 (pull_mean adds them back); 0 for
-    float64. Vectorized along the row: the same sums and bits as summing into a float64
-    row from 0. A kernel, not a helper (config.INLINE_FLAGS): column_means calls it from
-    Python, in every run's init, where a helper, not cached, would compile in every
-    process."""
-    d = out.shape[1]
+    them) and rounded once where ``out`` (a float32 state's means) holds less: vectorized
+    along the row, the same sums and bits as summing into a float64 ``out`` from 0. A
+    kernel, not a helper (config.INLINE_FLAGS): column_means calls it from Python, in
+    every run's init, where a helper, not cached, would compile in every process."""
+    d = out.shape[0]
     for k in range(d):
         part[0, q, k] = 0.0 + part[0, q, k]  # as 0 + p: the sign of a zero sum
     for b in range(1, part.shape[0]):
         for k in range(d):
             part[0, q, k] += part[b, q, k]
     for k in range(d):
-        m = part[0, q, k] / n
-        out[0, k] = m
-        out[1, k] = m - out[0, k]
+        out[k] = part[0, q, k] / n
 
 
 @njit(**INLINE_FLAGS)
@@ -260,7 +244,6 @@ def big(Z) -> bool:
 
 
 def column_means(Z, part, q, out):
-    """out (2, d) = the mean over rows of Z (reduce_blocks), summed in the same block order
-    as the step kernels."""
+    """out = mean over rows of Z, summed in the same block order as the step kernels."""
     (block_sums_parallel if big(Z) else block_sums)(Z, part, q)
     reduce_blocks(part, q, out, Z.shape[0])

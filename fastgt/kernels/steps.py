@@ -18,10 +18,9 @@ and read by field name:
              block, whole generator groups (rng.fill_padded writes them); grads
              (C, nb, d): a gradient row per block (an update that calls grad_row writes
              there, Node.b); part
-             (C, nb, 2, d) and means (C, 2, 2, d): block column sums and column means of
-             the mixed arrays, each mean in the state's type and its rounding's residual
-             (mixing.reduce_blocks; d here is the padded row width, Batch.dp; the oracle's
-             d is the problem's)
+             (C, nb, 2, d) and means (C, 2, d): block column sums and column means of the
+             mixed arrays (d here is the padded row width, Batch.dp; the oracle's d is the
+             problem's)
     mix    = Mixing(indptr (Q, n + 1), indices (Q, e), weights (C, Q, e), beta (C, Q),
                     mean (C,), gamma (C,), local, period, ymat, drawn, own (C, 4 n | 0),
                     ahead (Q,))
@@ -79,7 +78,7 @@ Mixing = namedtuple("Mixing", "indptr indices weights beta mean gamma local peri
                     "own ahead chain", module=__name__)
 Oracle = namedtuple("Oracle", "seed kind scale xi uv dv d data", module=__name__)
 #: cell c's mixing, as a row update reads it: W's CSR pattern, the cell's weights (nnz,),
-#: mean weight and stepsize, the column means (2, dp) of the first and second mixed arrays;
+#: mean weight and stepsize, the column means (dp,) of the first and second mixed arrays;
 #: then the same of the tracking variable's matrix (topology_y: ``ysep`` True) or of W again;
 #: how many rows ahead mix_row prefetches each one's neighbour rows (Mixing.ahead)
 CellMix = namedtuple("CellMix",

@@ -238,7 +238,7 @@ def test_float32_mixing_keeps_consensus_exactly(name, kw):
     indptr, indices, w = pad_rows(W.indptr, W.indices, W.weights[None].astype(np.float64))
     c = np.random.default_rng(2).normal(size=64).astype(np.float32) * np.float32(1e3)
     X = np.tile(c, (W.n, 1))
-    mean = np.stack([c, np.zeros_like(c)])  # the column means as the kernels keep them
+    mean = c.copy()  # the column means, as the kernels keep them (the state's type)
     out = np.empty_like(X)
     for i in range(W.n):
         mix_row(out, np.int64(i), X, indptr, indices, w[0], W.mean_weight, mean, np.int64(0))
@@ -249,3 +249,22 @@ def test_float32_mixing_keeps_consensus_exactly(name, kw):
     want = (W.to_dense() @ X.astype(np.float64)) if W.mean_weight == 0 else None
     if want is not None:
         assert np.allclose(out, want, rtol=0, atol=np.spacing(np.float32(1e3 * 4)))
+
+
+def test_a_mean_terms_rounding_is_flagged(monkeypatch):
+    """(The paper's Figure 1 sweep in float32.) A mixing with a mean term rounds beta (mean -
+    x_i) alike for every node whose x_i shares a binade, so that xbar moves by that rounding
+    too, not by 1 / n of it: Setup B's loss_avg on the interp_ring at alpha = 0.25 stops
+    near 2e-10 in float32 (float64 goes on below 1e-19), and is flagged because its floor
+    counts the mean term (precision.floors' beta): without it, it was not."""
+    kw = {"algorithm": "gt", "topology": "interp_ring", "n": 300, "alpha": 0.25, "d": 10,
+          "noise": "structured", "stepsize": 1e-3, "steps": 20000, "record_every": 500}
+    with pytest.warns(fastgt.FastGTWarning, match="may dominate loss_avg"):
+        r32 = fastgt.run(dtype="float32", **kw)
+    assert r32.summary["loss_avg"] > 1e6 * fastgt.run(**kw).summary["loss_avg"]
+    assert r32.summary["rounding_limited"] == "loss_avg, grad_norm2"
+    from fastgt import engine
+    from fastgt.precision import floors
+
+    monkeypatch.setattr(engine, "floors", lambda *a: floors(*a[:6]))  # beta 0
+    assert fastgt.run(dtype="float32", **kw).summary["rounding_limited"] == ""

@@ -179,8 +179,9 @@ class DiagonalQuadratic(Problem):
 
     def in_dtype(self, dtype: str) -> DiagonalQuadratic:
         """A, B and a0 rounded to ``dtype`` and read as such (a float32 state: half the
-        traffic of a heterogeneous step's A and B, and its arithmetic in float32); abar, x* and f* are then those of the rounded
-        problem. Itself when it is read as ``dtype`` already (Batch asks again)."""
+        traffic of a heterogeneous step's A and B, and its arithmetic in float32); abar, x*
+        and f* are then those of the rounded problem. Itself when it is read as ``dtype``
+        already (Batch asks again)."""
         if dtype == "float64" or self.data_dtype is np.dtype(dtype).type:
             return self
         return dataclasses.replace(self, A=rounded(self.A, dtype), B=rounded(self.B, dtype),

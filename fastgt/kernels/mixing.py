@@ -101,20 +101,25 @@ def settle(out, xi, s):
 
 
 @njit(**SCALAR_FLAGS)
+def terms3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean, xi):
+    """The sum of a row's first 3 entries' terms and the mean term's (pull), in entry order."""
+    return (pull(out, w0, X[j0, k], xi) + pull(out, beta, mean[k], xi)
+            + pull(out, w1, X[j1, k], xi) + pull(out, w2, X[j2, k], xi))
+
+
+@njit(**SCALAR_FLAGS)
 def mix3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean):
     """Coordinate k of row i of W X for a row of 3 entries (and the mean term), as ``out``
     holds it (pull, settle): the one expression of mix_row's fused pass and D-SGD's."""
     xi = X[i, k]
-    return settle(out, xi, pull(out, w0, X[j0, k], xi) + pull(out, beta, mean[k], xi)
-                  + pull(out, w1, X[j1, k], xi) + pull(out, w2, X[j2, k], xi))
+    return settle(out, xi, terms3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean, xi))
 
 
 @njit(**SCALAR_FLAGS)
 def mix5(out, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean):
-    """mix3 for a row's first FUSED_MAX entries."""
+    """mix3 for a row's first FUSED_MAX entries: two terms more, added in order."""
     xi = X[i, k]
-    return settle(out, xi, pull(out, w0, X[j0, k], xi) + pull(out, beta, mean[k], xi)
-                  + pull(out, w1, X[j1, k], xi) + pull(out, w2, X[j2, k], xi)
+    return settle(out, xi, terms3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean, xi)
                   + pull(out, w3, X[j3, k], xi) + pull(out, w4, X[j4, k], xi))
 
 

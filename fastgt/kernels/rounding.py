@@ -34,10 +34,6 @@ def _float_type(args):
     return F32 if all(t == F32 for t in args) else F64
 
 
-def _ir(ty):
-    return ir.FloatType() if ty == F32 else ir.DoubleType()
-
-
 @intrinsic
 def fma(typingctx, a, b, c):
     """a * b + c rounded once (llvm.fma: in float32 when all three are float32, else in
@@ -47,7 +43,7 @@ def fma(typingctx, a, b, c):
         return None
 
     def codegen(context, builder, sig, args):
-        t = _ir(ty)
+        t = ir.FloatType() if ty == F32 else ir.DoubleType()
         fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(t, [t] * 3),
                                             "llvm.fma.f32" if ty == F32 else "llvm.fma.f64")
         return builder.call(fn, args)  # numba casts the arguments to sig's types

@@ -242,8 +242,8 @@ class Batch:
         C, n, d = len(cells), first.W.n, problem.d
         self.C, self.n, self.d = C, n, d
         # of the state arrays (new_rows) and of the problem's per-step arrays
-        # (Problem.in_dtype), column means and noise rows (normals drawn in float64, rounded
-        # where stored); weights, block sums and gradient rows stay float64
+        # (Problem.in_dtype), column means and noise rows (a float32 state's normals drawn
+        # in float32: kernels/rng.py); weights, block sums and gradient rows stay float64
         self.dtype = np.dtype(dtype)
         item = self.dtype.itemsize
         self.reserved = 0  # the state's bytes so far (new_rows: refused beyond the memory)

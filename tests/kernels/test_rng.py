@@ -17,10 +17,12 @@ import fastgt
 from fastgt.kernels.oracles import normal_matrix
 from fastgt.kernels.rng import (
     POLY_ERROR,
+    POLY_ERROR32,
     STREAM_NOISE,
     STREAM_X0,
     fill_normals,
     fill_padded,
+    pair32,
     row_key,
     step_key,
     stream_key,
@@ -33,8 +35,8 @@ pytestmark = pytest.mark.usefixtures("one_numba_thread")
 Z = 5.0
 
 
-def _normals(seed, shape, stream=STREAM_NOISE):
-    out = np.empty(shape)
+def _normals(seed, shape, stream=STREAM_NOISE, dtype=np.float64):
+    out = np.empty(shape, dtype=dtype)
     normal_matrix(seed, stream, out, 1.0, out.shape[1])
     return out
 
@@ -58,8 +60,9 @@ def _assert_uncorrelated(a, b):
 
 
 @pytest.mark.parametrize("seed", [0, 12345, 2**63 - 1])
-def test_standard_normal_distribution(seed):
-    _assert_standard_normal(_normals(seed, (2000, 101)))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_standard_normal_distribution(seed, dtype):
+    _assert_standard_normal(_normals(seed, (2000, 101), dtype=dtype).astype(np.float64))
 
 
 @pytest.mark.parametrize("d", [1, 7])
@@ -87,37 +90,101 @@ def _splitmix_reference(rkey: int, pairs: int) -> np.ndarray:
                      for m in range(pairs)], dtype=np.uint64)
 
 
+def _box_muller_reference(h: np.ndarray):
+    """(z0, z1, r) of the pairs with hashes h by the documented bit layout (40-bit radius
+    uniform, 2-bit quadrant, 22-bit centred phase), in numpy's float64 log, sin and cos."""
+    u1 = 1.0 - (h >> np.uint64(24)).astype(np.float64) * 2.0**-40  # (0, 1]
+    q = ((h >> np.uint64(22)) & np.uint64(3)).astype(np.float64)
+    phi = ((h & np.uint64(2**22 - 1)).astype(np.float64) + 0.5) * 2.0**-22 - 0.5
+    angle = (q + phi) * np.pi / 2
+    r = np.sqrt(-2.0 * np.log(u1))
+    return r * np.cos(angle), r * np.sin(angle), r
+
+
+def _grouped(z0, z1, width):
+    """A row's coordinates from its pairs' values: per group, 8 z0 then 8 z1."""
+    return np.stack([z0, z1]).reshape(2, -1, 8).transpose(1, 0, 2).reshape(-1)[:width]
+
+
 @pytest.mark.parametrize("width", [37, 160])
 def test_box_muller_transform_matches_numpy(width):
-    """fill_normals is Box-Muller of the documented bit layout (40-bit radius uniform,
-    2-bit quadrant, 22-bit centred phase; z0 of pair 8 g + j at coordinate 16 g + j, z1 at
-    16 g + 8 + j), its polynomial log / sin / cos within 2e-13 of numpy's (their documented
-    bound, POLY_ERROR = 5.6e-14, plus rounding), for whole and partial groups. Keys near 0
-    and 2^64 - 1 too."""
+    """fill_normals is Box-Muller of the documented bit layout (z0 of pair 8 g + j at
+    coordinate 16 g + j, z1 at 16 g + 8 + j), its polynomial log / sin / cos within 2e-13
+    of numpy's (their documented bound, POLY_ERROR = 5.6e-14, plus rounding), for whole
+    and partial groups. Keys near 0 and 2^64 - 1 too."""
     worst = 0.0
     for rkey in [0, 1, 2**64 - 1, *range(12345, 12345 + 40 * 7919, 7919)]:
         out = np.empty((1, width))
         fill_normals(np.uint64(rkey), out, 0, 1.0, width)
-        pairs = 8 * -(-width // 16)
-        h = _splitmix_reference(rkey, pairs)
-        u1 = 1.0 - (h >> np.uint64(24)).astype(np.float64) * 2.0**-40  # (0, 1]
-        q = ((h >> np.uint64(22)) & np.uint64(3)).astype(np.float64)
-        phi = ((h & np.uint64(2**22 - 1)).astype(np.float64) + 0.5) * 2.0**-22 - 0.5
-        angle = (q + phi) * np.pi / 2
-        r = np.sqrt(-2.0 * np.log(u1))
-        z = np.stack([r * np.cos(angle), r * np.sin(angle)]).reshape(2, -1, 8)
-        ref = z.transpose(1, 0, 2).reshape(-1)[:width]  # per group: 8 z0 then 8 z1
+        z0, z1, _ = _box_muller_reference(_splitmix_reference(rkey, 8 * -(-width // 16)))
+        ref = _grouped(z0, z1, width)
         worst = max(worst, float(np.max(np.abs(out[0] - ref) / np.maximum(1.0, np.abs(ref)))))
     assert POLY_ERROR < 6e-14
     assert worst < 2e-13
 
 
-def test_value_does_not_depend_on_row_width():
+#: the float32 transform's bound, in float32 ulps (2^-24) of the pair's radius r. Its
+#: roundings on the radius's path: f - 1, f + 1, their quotient, the products and the
+#: sum of the log (the log relative to itself up to 2x that where e ln 2 and ln f
+#: partly cancel: |ln u1| >= 0.35 when e != 0), about 6 ulps of ln u1, halved by the
+#: square root, plus its own: 4; the phase's: pi/2 rounded, x, the polynomials (error
+#: under 2^-25, POLY_ERROR32) and their products, 3; the final product, 1
+ULPS32 = 8
+
+
+@njit
+def _pairs32(h):
+    out = np.empty((h.size, 2), dtype=np.float32)
+    for i in range(h.size):
+        out[i, 0], out[i, 1] = pair32(h[i], np.float32(1.0))
+    return out
+
+
+def test_float32_transform_is_box_muller_to_8_ulps_of_the_radius():
+    """A float32 array's normals (pair32: float32 arithmetic on the same hash) are Box-
+    Muller of the documented layout to ULPS32 float32 ulps of the pair's radius: at the
+    radius uniform's ends (u1 = 1: r = 0; u1 = 2^-40: r = 7.45, the float64 stream's tail),
+    near u1 = 1 (r down to 1e-6, which a radius uniform rounded to float32 first loses:
+    its r would be off by up to 2.4e-4), at the quadrants' edges and on random hashes."""
+    rng = np.random.default_rng(3)
+    top = np.array([0, 1, 2, 3, 1000, 2**20, 2**30, 2**39, 2**40 - 2, 2**40 - 1], dtype=np.uint64)
+    low = np.array([0, 1, 2**21, 2**22 - 1, 2**22, 3 * 2**22 - 1, 2**24 - 1], dtype=np.uint64)
+    h = np.concatenate([((top[:, None] << np.uint64(24)) | low[None, :]).ravel(),
+                        rng.integers(0, 2**64, 200_000, dtype=np.uint64, endpoint=False)])
+    z0, z1, r = _box_muller_reference(h)
+    got = _pairs32(h).astype(np.float64)
+    bound = ULPS32 * 2.0**-24 * r
+    assert np.all(np.abs(got[:, 0] - z0) <= bound)
+    assert np.all(np.abs(got[:, 1] - z1) <= bound)
+    edges = got[:top.size * low.size].reshape(top.size, low.size, 2)
+    assert np.all(edges[0] == 0.0)  # u1 = 1: r = 0, both values exactly zero
+    tail = np.hypot(edges[-1, :, 0], edges[-1, :, 1])  # u1 = 2^-40
+    np.testing.assert_allclose(tail, np.sqrt(80 * np.log(2)), rtol=ULPS32 * 2.0**-24)
+    assert POLY_ERROR32 < 2.0**-25
+
+
+@pytest.mark.parametrize("width", [37, 160])
+def test_float32_rows_hold_the_float32_transform(width):
+    """fill_normals and fill_padded into a float32 row use pair32 (whole groups and a
+    partial one pair by pair): the float64 row's values to ULPS32 ulps of each pair's
+    radius, where the float64 values rounded would be within half an ulp of themselves."""
+    for rkey in [0, 2**64 - 1, *range(777, 777 + 30 * 7919, 7919)]:
+        h = _splitmix_reference(rkey, 8 * -(-width // 16))
+        z0, z1, r = _box_muller_reference(h)
+        ref, radius = _grouped(z0, z1, width), _grouped(r, r, width)
+        for fill in (fill_normals, fill_padded):
+            out = np.zeros((1, -(-width // 16) * 16), dtype=np.float32)
+            fill(np.uint64(rkey), out, 0, 1.0, width)
+            assert np.all(np.abs(out[0, :width] - ref) <= ULPS32 * 2.0**-24 * radius)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_value_does_not_depend_on_row_width(dtype):
     """Filling d coordinates (every partial-group size) gives a prefix of the full row at
     every row width from d, fill_normals leaving the row past d untouched, fill_padded (the
     steps' draw, rows of whole groups) writing zeros past d to its last group's end and
     nothing beyond; the rows are views of a wider array, so a write past a row shows."""
-    full = np.empty((1, 64))
+    full = np.empty((1, 64), dtype=dtype)
     fill_normals(np.uint64(3), full, 0, 1.0, 64)
     for d in range(1, 49):
         end = -(-d // 16) * 16
@@ -125,7 +192,7 @@ def test_value_does_not_depend_on_row_width():
             for fill, stop in ((fill_normals, d), (fill_padded, end)):
                 if stop > width:
                     continue  # fill_padded needs the row to hold d's last group
-                buf = np.full((1, 64), np.nan)
+                buf = np.full((1, 64), np.nan, dtype=dtype)
                 fill(np.uint64(3), buf[:, :width], 0, 1.0, d)
                 np.testing.assert_array_equal(buf[0, :d], full[0, :d])
                 np.testing.assert_array_equal(buf[0, d:stop], 0.0)
@@ -240,11 +307,12 @@ def test_initial_gradients_same_bits_for_any_block_count(kind):
 
 
 @pytest.mark.parametrize("d", [17, 18, 20, 100])
-def test_steps_draw_the_noise_stochastic_grads_draws(d):
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_steps_draw_the_noise_stochastic_grads_draws(d, dtype):
     """The step kernels draw a node's gaussian noise inlined (fill_padded, the partial last
     group whole), the initial and recomputed gradients through fill_normals (pair by pair):
     GT's stored G(T) equals, to the bit and on any CPU, stochastic_grads at X(T) and step T
-    (d = 17, 18: a partial group of 1 and 2 pairs, 20: of 4)."""
+    (d = 17, 18: a partial group of 1 and 2 pairs, 20: of 4), in float32 (pair32) too."""
     from fastgt.algorithms import Batch, Cell
     from fastgt.problems import make_noise
 
@@ -252,10 +320,10 @@ def test_steps_draw_the_noise_stochastic_grads_draws(d):
     W = fastgt.topology("ring", n=n)
     prob = fastgt.problem("hetero_quadratic", zeta=1.0)
     res = fastgt.run(algorithm="gt", topology=W, problem=prob, noise="gaussian",
-                     sigma2=sigma2, d=d, stepsize=gamma, steps=steps, seed=seed)
+                     sigma2=sigma2, d=d, stepsize=gamma, steps=steps, seed=seed, dtype=dtype)
     b = Batch([Cell(W, make_noise("gaussian", sigma2, d, W), gamma, seed, None)],
-              prob.build(n, d), None, 1, None)
-    X = np.zeros((b.rows, b.dp))
+              prob.build(n, d), None, 1, None, dtype)
+    X = np.zeros((b.rows, b.dp), dtype=dtype)
     X[:n, :d] = res.state["X"]
     G = np.zeros_like(X)
     b.grads(steps, b.used(X), b.used(G), 0)

@@ -14,7 +14,10 @@ in the same process, taking turns in every repeat:
 - 4-term sin/cos: fastgt's loop, sin and cos by 4-term polynomials in the phase lattice's
   own variable (Chebyshev-economized like rng's 6-term ones; their error bound is printed
   beside the lattice's step): other bits, the same distribution up to that error;
-- both.
+- both;
+- float32 rows: fill_normals into float32 rows, which draws them by rng.pair32 (the same
+  pairs in float32 arithmetic, what a float32 state's steps draw; within 8 float32 ulps of
+  the radius of fastgt's values).
 
 Reports ns per normal (median and min) and fastgt / variant (> 1: the variant is faster).
 
@@ -48,6 +51,8 @@ import common
 
 #: polynomial terms of the lower-degree variant's sin and cos
 LOW_TERMS = 4
+#: the way that draws into float32 rows
+FLOAT32 = "float32 rows"
 
 
 def low_degree():
@@ -81,16 +86,16 @@ def per_row(fill):
 def kernels(S, C):
     from numba import njit
 
-    from fastgt.config import INLINE_FLAGS, NJIT_FLAGS
+    from fastgt.config import NJIT_FLAGS, SCALAR_FLAGS
     from fastgt.kernels import rng as R
 
-    @njit(**INLINE_FLAGS)
+    @njit(**SCALAR_FLAGS)
     def poly4(z, c):
         z2 = z * z
         return (c[0] + c[1] * z) + z2 * (c[2] + c[3] * z)
 
     def pair_of(low):
-        @njit(**INLINE_FLAGS)
+        @njit(**SCALAR_FLAGS)
         def pair(c, scale):
             u1, q, frac = R.pair_uniforms(R.mix64(c))
             if low:
@@ -129,7 +134,8 @@ def kernels(S, C):
 
     exact, cheap = pair_of(False), pair_of(True)
     ways = {"fastgt": per_row(R.fill_normals), "4-pair bodies": per_row(vectors(exact)),
-            "4-term sin/cos": per_row(groups(cheap)), "both": per_row(vectors(cheap))}
+            "4-term sin/cos": per_row(groups(cheap)), "both": per_row(vectors(cheap)),
+            FLOAT32: per_row(R.fill_normals)}
     return ways, per_row(groups(exact))
 
 
@@ -200,7 +206,8 @@ def main():
     S, C, err = low_degree()
     ways, groups_exact = kernels(S, C)
     key, scale = np.uint64(7), 0.75  # scale a variable, as in a step (not folded away)
-    outs = {k: np.zeros((64, args.d)) for k in [*ways, "groups"]}
+    dtype = {k: np.float32 if k == FLOAT32 else np.float64 for k in [*ways, "groups"]}
+    outs = {k: np.zeros((64, args.d), dtype[k]) for k in dtype}
     for k, draw in [*ways.items(), ("groups", groups_exact)]:
         draw(outs[k], 64, key, scale, args.d)
     ref = outs["fastgt"]
@@ -208,7 +215,7 @@ def main():
         if not np.array_equal(outs[a], outs[b]):  # the loops draw the same values
             raise SystemExit(f"{a}: not the bits of {b}")
     diff = {k: float(np.abs(outs[k] - ref).max()) for k in ways}
-    outs = {k: np.zeros((16, args.d)) for k in ways}  # 16 rows a way: cache resident
+    outs = {k: np.zeros((16, args.d), dtype[k]) for k in ways}  # 16 rows a way: in cache
     secs = {k: [] for k in ways}
     for _ in range(args.repeats):
         for k, draw in ways.items():

@@ -532,22 +532,24 @@ def case_id(case: dict) -> str:
     return " ".join(map(str, case_key(case)))
 
 
-def ab_run(case: dict, W, steps: int, threads: int, record_every: int, d: int):
+def ab_run(case: dict, W, steps: int, threads: int, record_every: int, d: int,
+           dtype: str = "float64"):
     import fastgt
 
     setup = case["setup"]
     # no sigma2 without noise: fastgt refuses one that would be ignored (and the revision
-    # compared may predate sigma2=None)
+    # compared may predate sigma2=None); dtype only when asked (nor dtype, for float64)
     sigma2 = {} if setup == "0" else {"sigma2": VARIANCE[setup]}
+    other = {} if dtype == "float64" else {"dtype": dtype}
     return fastgt.run(algorithm=case["algorithm"], topology=W, noise=NOISES[setup], d=d,
                       stepsize=stepsize(setup), steps=steps, record_every=record_every,
-                      seed=0, threads=threads, **sigma2)
+                      seed=0, threads=threads, **sigma2, **other)
 
 
-def checksum(case: dict, W, threads: int, d: int) -> str:
+def checksum(case: dict, W, threads: int, d: int, dtype: str) -> str:
     """sha256 of a seeded CHECK_STEPS-step run: its records (metrics at every step) and
     final state arrays, bit for bit."""
-    res = ab_run(case, W, CHECK_STEPS, threads, 1, d)
+    res = ab_run(case, W, CHECK_STEPS, threads, 1, d, dtype)
     h = hashlib.sha256(np.ascontiguousarray(res.records).tobytes())
     for name in sorted(res.state):
         h.update(name.encode() + np.ascontiguousarray(res.state[name]).tobytes())
@@ -581,13 +583,13 @@ def ab_child(args, threads: int, out_path: str) -> None:
                       for s in args.setups if not refused(a, W)]  # D² on a torus
     t = time.perf_counter()
     for case, W in cases:
-        case["checksum"] = checksum(case, W, threads, args.d)
+        case["checksum"] = checksum(case, W, threads, args.d, args.dtype)
     result = {"threads": threads, "fastgt": str(Path(fastgt.__file__).resolve().parents[1]),
               "checksum_s": time.perf_counter() - t, **common.numba_info()}
     cfg = ab_settings(args.quick)
     for case, W in cases:
         def loop_time(k, case=case, W=W):
-            return ab_run(case, W, k, threads, k, args.d).summary["loop_time"]
+            return ab_run(case, W, k, threads, k, args.d, args.dtype).summary["loop_time"]
 
         if steps is None:
             case["steps"] = max(10, common.steps_for(loop_time, cfg["target_s"]))
@@ -652,7 +654,8 @@ def against(args, argv: list[str], machine: dict) -> tuple[str, dict]:
             + ", ".join(f"{v} {max(s):.1f} s" for v, s in warm_s.items())
             + f"), then {args.pairs} interleaved pairs of child processes.\n")
     cfg = ab_settings(args.quick)
-    notes = ["", (f"ns = nanoseconds per node-dimension-step, d = {args.d}, of fastgt.run: (min "
+    notes = ["", (f"ns = nanoseconds per node-dimension-step, d = {args.d}, {args.dtype} "
+                  "states, of fastgt.run: (min "
                   "loop_time(k) - min loop_time(k/10)) / (0.9 k) over "
                   f"{cfg['repeats']} runs of each in a child, k calibrated to ~{cfg['target_s']:g} "
                   "s and the same for A and B; median (min) over the pairs."),
@@ -728,6 +731,8 @@ def parse_args(argv=None):
     p.add_argument("--d", type=int, default=D,
                    help=f"--against: the problem's dimension (default {D}; the tables against "
                         f"the baselines are at d = {D})")
+    p.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                   help="--against: the states' element type (default float64)")
     p.add_argument("--pairs", type=int, default=5,
                    help="--against: pairs of A and B children per thread count (default 5)")
     p.add_argument("--algorithms", type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
@@ -750,6 +755,8 @@ def parse_args(argv=None):
         p.error(f"--d: allowed with --against REF only (the tables are at d = {D})")
     if args.d < 1:
         p.error("--d: allowed values >= 1")
+    if args.dtype != "float64" and not args.against:
+        p.error("--dtype: allowed with --against REF only (the tables are float64)")
     if args.b_env and not args.against:
         p.error("--b-env: allowed with --against REF only (B is REF's copy)")
     if any(not kv.split("=", 1)[0] or "=" not in kv for kv in args.b_env):

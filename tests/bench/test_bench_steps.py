@@ -5,6 +5,7 @@ skips exactly the cases fastgt.run refuses (a stale call broke the whole bench o
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import fastgt
@@ -51,3 +52,20 @@ def test_d_is_an_ab_option():
         with pytest.raises(SystemExit) as exc:
             bench_steps.parse_args(argv)
         assert exc.value.code == 2
+
+
+def test_dtype_is_an_ab_option():
+    """--dtype sets the A/B children's state type (its runs ask for float32; a float64 run
+    passes no dtype, so that older revisions run too): refused without --against and
+    outside float64/float32, each with exit 2."""
+    assert bench_steps.parse_args(["--against", "HEAD", "--dtype", "float32"]).dtype == "float32"
+    assert bench_steps.parse_args([]).dtype == "float64"
+    for argv in (["--dtype", "float32"], ["--against", "HEAD", "--dtype", "float16"]):
+        with pytest.raises(SystemExit) as exc:
+            bench_steps.parse_args(argv)
+        assert exc.value.code == 2
+    case = {"algorithm": "dsgd", "setup": "0"}
+    W = bench_steps.build_topology("ring", 8)
+    res = bench_steps.ab_run(case, W, 2, 1, 1, 4, "float32")
+    assert res.state["X"].dtype == np.float32
+    assert bench_steps.ab_run(case, W, 2, 1, 1, 4).state["X"].dtype == np.float64

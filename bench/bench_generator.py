@@ -18,8 +18,8 @@ in the same process, taking turns in every repeat:
   beside the lattice's step): other bits, the same distribution up to that error;
 - both;
 - float32 rows: fill_normals into float32 rows, which draws them by rng.pair32 (the same
-  pairs in float32 arithmetic, what a float32 state's steps draw; within 8 float32 ulps of
-  the radius of fastgt's values).
+  pairs in float32 arithmetic, what a float32 state's steps draw; within 8 · 2^-24 of
+  the pair's radius of the exact values).
 
 Reports ns per normal (median and min) and fastgt / variant (> 1: the variant is faster).
 

@@ -18,9 +18,10 @@ the transform against numpy's log, sin and cos).
 
 A float32 array gets the same normals computed in float32 arithmetic (pair32: the same
 hash and uniforms, the log's range reduction on the radius uniform's exact float64 bits,
-4-term polynomials, 8 lanes to a 256-bit vector where float64 has 4): within 8 float32
-ulps of the pair's radius of the float64 values, not their rounding, and about 1.25x as
-fast (bench/bench_generator.py); the float64 stream is unchanged.
+4-term polynomials, 8 lanes to a 256-bit vector where float64 has 4): within 8 u r of
+the exact values (u = 2^-24, r the pair's radius), not the float64 values rounded, and
+1.25x as fast drawn as the steps draw (docs/performance.md, The normal generator); the
+float64 stream is unchanged.
 
 Coordinates come in groups of 16: coordinate 16 g + j is z0 of pair 8 g + j for j < 8
 and z1 of pair 8 g + j - 8 for j >= 8. A vector of pairs is then stored as two
@@ -149,19 +150,24 @@ def economized(taylor, a, terms: int) -> tuple[tuple[float, ...], float]:
 #: uniform's own resolution 2^-40 = 9.1e-13
 TERMS, SERIES_TERMS = 6, 14
 _S2, _X2 = Fraction(1716, 10000) ** 2, Fraction(7854, 10000) ** 2
-(LOG_COEFS, LOG_ERR), (SIN_COEFS, SIN_ERR), (COS_COEFS, COS_ERR) = (
-    economized([Fraction(1, 2 * j + 1) for j in range(SERIES_TERMS)], _S2, TERMS),
-    economized([Fraction((-1) ** j, factorial(2 * j + 1)) for j in range(SERIES_TERMS)], _X2, TERMS),
-    economized([Fraction((-1) ** j, factorial(2 * j)) for j in range(SERIES_TERMS)], _X2, TERMS))
+
+
+def _economized_log_sin_cos(terms: int):
+    """((coefficients, bound) of log's, sin's and cos's ``terms``-term polynomials)."""
+    return (economized([Fraction(1, 2 * j + 1) for j in range(SERIES_TERMS)], _S2, terms),
+            economized([Fraction((-1) ** j, factorial(2 * j + 1))
+                        for j in range(SERIES_TERMS)], _X2, terms),
+            economized([Fraction((-1) ** j, factorial(2 * j)) for j in range(SERIES_TERMS)],
+                       _X2, terms))
+
+
+(LOG_COEFS, LOG_ERR), (SIN_COEFS, SIN_ERR), (COS_COEFS, COS_ERR) = _economized_log_sin_cos(TERMS)
 POLY_ERROR = max(LOG_ERR, SIN_ERR, COS_ERR)
 #: the float32 transform's 4-term polynomials (the same series, economized on the same
-#: ranges), as float32: differences 7.0e-10, 3.1e-9, 2.8e-8 (POLY_ERROR32), under half a
-#: float32 ulp of 1 (2^-25 = 3.0e-8)
+#: ranges), as float32: differences 7.0e-10, 3.1e-9, 2.8e-8 (POLY_ERROR32), under 2^-25 =
+#: 3.0e-8, half float32's spacing below 1
 TERMS32 = 4
-(_LOG32, LOG_ERR32), (_SIN32, SIN_ERR32), (_COS32, COS_ERR32) = (
-    economized([Fraction(1, 2 * j + 1) for j in range(SERIES_TERMS)], _S2, TERMS32),
-    economized([Fraction((-1) ** j, factorial(2 * j + 1)) for j in range(SERIES_TERMS)], _X2, TERMS32),
-    economized([Fraction((-1) ** j, factorial(2 * j)) for j in range(SERIES_TERMS)], _X2, TERMS32))
+(_LOG32, LOG_ERR32), (_SIN32, SIN_ERR32), (_COS32, COS_ERR32) = _economized_log_sin_cos(TERMS32)
 LOG_COEFS32, SIN_COEFS32, COS_COEFS32 = (tuple(np.float32(c) for c in cs)
                                          for cs in (_LOG32, _SIN32, _COS32))
 POLY_ERROR32 = max(LOG_ERR32, SIN_ERR32, COS_ERR32)
@@ -274,9 +280,11 @@ def _log_unit32(u):
 def pair32(h, scale):
     """normal_pair's values from the pair's hash h in float32 arithmetic (scale: float32):
     the same uniforms (the radius's 40 bits through _log_unit32, the quadrant, the phase
-    lattice, exact in float32) and 4-term polynomials; within 8 float32 ulps of the pair's
-    radius of normal_pair's values (tests/kernels/test_rng.py), tails to the same 7.45."""
-    u1, q, _ = pair_uniforms(h)
+    lattice, exact in float32) and 4-term polynomials. For scale = 1, within 8 u r of the
+    exact Box-Muller values, u = 2^-24 (float32's unit roundoff) and r the pair's radius
+    (tests/kernels/test_rng.py; a scale adds its own two roundings), tails to the same
+    7.45."""
+    u1, q, _ = pair_uniforms(h)  # its float64 phase unused (LLVM drops it): the float32 one
     frac = _as_f32(ONE32_BITS | ((h & PHASE_BITS) << np.uint64(1))) - PHASE_CENTRE32
     x = frac * HALF_PI32
     x2 = x * x
@@ -288,7 +296,9 @@ def pair32(h, scale):
 def pair_for(out, rkey, m, scale):
     """scale * (z0, z1) of pair m for the array ``out``: pair32's float32 arithmetic
     for a float32 out (a float32 state's noise: 8 lanes a vector where float64 has 4),
-    normal_pair's for a float64 one (single() is a constant: LLVM drops the other)."""
+    normal_pair's for a float64 one. numba types both branches and returns float64 values
+    (the float32 ones widened, exactly); single() is a constant, so LLVM drops the branch
+    not taken and, storing into a float32 out, the widening with it."""
     if single(out):
         return pair32(pair_hash(rkey, m), stored(out, scale))
     return normal_pair(rkey, m, scale)

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ..config import BLOCK_FLAGS, INLINE_FLAGS
-from ..kernels import rows
-from ..kernels.mixing import column_means, mix_row
+from ..config import BLOCK_FLAGS, INLINE_FLAGS, SCALAR_FLAGS
+from ..kernels import jit, rows
+from ..kernels.mixing import FUSED_MAX, column_means, mix3, mix5, mix_row
 from ..kernels.oracles import DIAGONAL, NONE, grad_row
 from ..kernels.rounding import stored
 from ..kernels.specialize import template
@@ -46,9 +46,19 @@ def update(view, cm, co, node, last):
     Diagonal quadratics, in one pass per row; g, the previous gradient, is G[i] when G has
     rows (gaussian noise); otherwise it is recomputed, with the same expression, from
     X[i] = x and the previous step's shared draw (row co.rp): the same bits (grad_hom and
-    grad_het fix the roundings), one array less to read and write."""
+    grad_het fix the roundings), one array less to read and write. Then, for a homogeneous
+    problem without topology_y, a row of 3 or FUSED_MAX entries and no mean term, both
+    mixes and the update take one pass (fused: the same bits)."""
     X, Xn, Y, Yn, G, i = view.X, view.Xn, view.Y, view.Yn, view.G, node.i
     d = Xn.shape[1]
+    if (DIAGONAL and not co.data.hetero and not cm.ysep and G.shape[0] == 0
+            and cm.beta == 0.0 and cm.ahead == 0):
+        e0 = cm.indptr[i]
+        m = cm.indptr[i + 1] - e0
+        if m == 3 or m == FUSED_MAX:
+            fused(view, co, node, cm.indices, cm.w, e0, m, cm.beta, cm.m0, cm.m1,
+                  stored(Xn, cm.gamma))
+            return
     # X, then Y, through one call site: one inlined copy of mix_row's loops to compile
     # (measured 1.5-3 s less cold compile, same speed)
     for q in range(2):
@@ -91,16 +101,11 @@ def update(view, cm, co, node, last):
                 Xn[i, k] = x
         elif co.kind != NONE:
             for k in range(d):
-                x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
-                gk = stored(Xn, grad_hom(N, rn, k, v, u, dv, x, a0))
-                Yn[i, k] += gk - stored(Xn, grad_hom(N, rp, k, v, u, dv, X[i, k], a0))
-                Xn[i, k] = x
+                Xn[i, k], Yn[i, k] = recomputed(view, co, node, rp, gamma, k, Xn[i, k],
+                                                Yn[i, k])
         else:  # no noise (grad_exact: the same bits)
             for k in range(d):
-                x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
-                Yn[i, k] += (stored(Xn, grad_exact(x, a0))
-                             - stored(Xn, grad_exact(X[i, k], a0)))
-                Xn[i, k] = x
+                Xn[i, k], Yn[i, k] = exact(view, a0, gamma, i, k, Xn[i, k], Yn[i, k])
     elif co.data.hetero:
         for k in range(d):
             x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
@@ -115,6 +120,76 @@ def update(view, cm, co, node, last):
             Yn[i, k] += gk - G[i, k]
             G[i, k] = gk
             Xn[i, k] = x
+
+
+# A homogeneous diagonal row's new coordinate k, (x, y), when G keeps no rows (structured
+# or no noise), from its mixed values xm = (W X)_ik and ym = (W Y)_ik: x = xm - gamma ym,
+# y = ym + g(x) - g(x_i), by the two passes (xm, ym read back from Xn, Yn) and the fused
+# one (xm, ym from mix3 or mix5) alike.
+
+
+@jit(**SCALAR_FLAGS)
+def recomputed(view, co, node, rp, gamma, k, xm, ym):
+    """Structured noise: g(x_i) recomputed from x_i and the previous step's draw (row rp)."""
+    Xn, N, v, u, dv, a0 = view.Xn, co.N, node.v, node.u, co.dv, co.data.a0
+    x = stored(Xn, xm - gamma * ym)
+    gk = stored(Xn, grad_hom(N, node.rn, k, v, u, dv, x, a0))
+    return x, ym + (gk - stored(Xn, grad_hom(N, rp, k, v, u, dv, view.X[node.i, k], a0)))
+
+
+@jit(**SCALAR_FLAGS)
+def exact(view, a0, gamma, i, k, xm, ym):
+    """No noise: both gradients exact (grad_exact), g(x_i) recomputed."""
+    Xn = view.Xn
+    x = stored(Xn, xm - gamma * ym)
+    return x, ym + (stored(Xn, grad_exact(x, a0)) - stored(Xn, grad_exact(view.X[i, k], a0)))
+
+
+@jit(**INLINE_FLAGS)
+def fused(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
+    """Both mixes and the homogeneous diagonal update of row i in one pass, for a row of
+    m = 3 or FUSED_MAX entries from e0 (dsgd.fused's rows) and no rows in G: each
+    coordinate's (W X)_ik and (W Y)_ik by mix3 or mix5, in the state's type as the two
+    passes store and read them back, then recomputed or exact: the same expressions, the
+    same bits, one pass over the row's arrays instead of three. One loop per case and row
+    length (a choice inside a loop stops it vectorizing: dsgd.fused). For stencils without
+    a mean term (no beta, no scattered neighbours: rings and tori, whose states beyond the
+    caches go in temporal passes): fused, interp_ring's steps (a mean term) took 0.8x the
+    time in cache but 1.25x out of it (n = 3·10^4 and 10^5, no temporal passes there), and
+    gaussian noise's, whose update also reads the noise row and G and writes G, 1.02-1.19x
+    (docs/performance.md)."""
+    X, Xn, Y, Yn, i = view.X, view.Xn, view.Y, view.Yn, node.i
+    d, a0 = Xn.shape[1], co.data.a0
+    j0, w0, j1, w1 = indices[e0], stored(Xn, w[e0]), indices[e0 + 1], stored(Xn, w[e0 + 1])
+    j2, w2, beta = indices[e0 + 2], stored(Xn, w[e0 + 2]), stored(Xn, beta)
+    rp = previous_row(co, node)
+    if m == 3:
+        if co.kind != NONE:
+            for k in range(d):
+                Xn[i, k], Yn[i, k] = recomputed(
+                    view, co, node, rp, gamma, k,
+                    mix3(Xn, X, i, k, j0, w0, j1, w1, j2, w2, beta, mx),
+                    mix3(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, beta, my))
+        else:
+            for k in range(d):
+                Xn[i, k], Yn[i, k] = exact(
+                    view, a0, gamma, i, k, mix3(Xn, X, i, k, j0, w0, j1, w1, j2, w2, beta, mx),
+                    mix3(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, beta, my))
+        return
+    j3, w3 = indices[e0 + 3], stored(Xn, w[e0 + 3])
+    j4, w4 = indices[e0 + 4], stored(Xn, w[e0 + 4])
+    if co.kind != NONE:
+        for k in range(d):
+            Xn[i, k], Yn[i, k] = recomputed(
+                view, co, node, rp, gamma, k,
+                mix5(Xn, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mx),
+                mix5(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, my))
+    else:
+        for k in range(d):
+            Xn[i, k], Yn[i, k] = exact(
+                view, a0, gamma, i, k,
+                mix5(Xn, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mx),
+                mix5(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, my))
 
 
 @template(**BLOCK_FLAGS)

@@ -25,7 +25,9 @@ tests/kernels/golden_float32.json (``--write-float32``), which guards that arith
 All eleven float32 runs were re-recorded when a float32 array's normals came to be drawn
 in float32 arithmetic (kernels/rng.py's pair32: the initial point and the noise of a
 float32 state; every sum and norm within 1.7e-5 relative of the one before, the float64
-runs' bits unchanged).
+runs' bits unchanged). Two GT runs whose rows take gt.fused's one pass (a ring with
+structured noise, a torus without noise) were added to that set before that pass, recorded
+by the three passes it replaced.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ DATA_RUN = {"stepsize": 0.1, "steps": 30, "record_every": 7, "seed": 11, "d": 13
 #: D-SGD pass, a mean term with gaussian noise, GT's recomputed gradients on a torus
 FLOAT32_KEYS = ([f"{a}/erdos_renyi/hetero_quadratic/structured" for a in ALGORITHMS]
                 + ["dsgd/ring/quadratic/none", "gt/interp_ring/quadratic/gaussian",
-                   "gt/torus/hetero_quadratic/none"])
+                   "gt/torus/hetero_quadratic/none", "gt/ring/quadratic/structured",
+                   "gt/torus/quadratic/none"])
 
 
 def keys():

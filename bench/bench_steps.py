@@ -538,7 +538,7 @@ def ab_run(case: dict, W, steps: int, threads: int, record_every: int, d: int,
 
     setup = case["setup"]
     # no sigma2 without noise: fastgt refuses one that would be ignored (and the revision
-    # compared may predate sigma2=None); dtype only when asked (nor dtype, for float64)
+    # compared may predate sigma2=None); dtype only for float32 (so float64 runs any revision)
     sigma2 = {} if setup == "0" else {"sigma2": VARIANCE[setup]}
     other = {} if dtype == "float64" else {"dtype": dtype}
     return fastgt.run(algorithm=case["algorithm"], topology=W, noise=NOISES[setup], d=d,

@@ -18,7 +18,16 @@ import numpy as np
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels import jit, rows
-from ..kernels.mixing import FUSED_MAX, column_means, mix3, mix5, mix_row, prefetch_ahead
+from ..kernels.mixing import (
+    FUSED_MAX,
+    column_means,
+    head3,
+    mix3,
+    mix5,
+    mix_row,
+    next2,
+    prefetch_ahead,
+)
 from ..kernels.oracles import DIAGONAL, NONE, grad_row, noise_at
 from ..kernels.rounding import stored
 from ..kernels.specialize import template
@@ -91,8 +100,8 @@ def fused(Zn, i, Z, indices, w, e0, m, beta, mean, noisy, N, rn, v, u, dv, gamma
     rounded (the same bits), and each element loads two arrays instead of three. The mixed
     x is in Zn's type (mix3, mix5), as the unfused pass reads it back."""
     d = Zn.shape[1]
-    j0, w0, j1, w1 = indices[e0], stored(Zn, w[e0]), indices[e0 + 1], stored(Zn, w[e0 + 1])
-    j2, w2, beta = indices[e0 + 2], stored(Zn, w[e0 + 2]), stored(Zn, beta)
+    j0, w0, j1, w1, j2, w2 = head3(Zn, indices, w, e0)
+    beta = stored(Zn, beta)
     if m == 3:
         if noisy:
             for k in range(d):
@@ -103,8 +112,7 @@ def fused(Zn, i, Z, indices, w, e0, m, beta, mean, noisy, N, rn, v, u, dv, gamma
                 x = mix3(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, beta, mean)
                 Zn[i, k] = x - gamma * (a0 * x)
         return
-    j3, w3 = indices[e0 + 3], stored(Zn, w[e0 + 3])
-    j4, w4 = indices[e0 + 4], stored(Zn, w[e0 + 4])
+    j3, w3, j4, w4 = next2(Zn, indices, w, e0)
     if noisy:
         for k in range(d):
             x = mix5(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean)

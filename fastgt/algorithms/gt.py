@@ -23,7 +23,7 @@ from collections import namedtuple
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS, SCALAR_FLAGS
 from ..kernels import jit, rows
-from ..kernels.mixing import FUSED_MAX, column_means, mix3, mix5, mix_row
+from ..kernels.mixing import FUSED_MAX, column_means, head3, mix3, mix5, mix_row, next2
 from ..kernels.oracles import DIAGONAL, NONE, grad_row
 from ..kernels.rounding import stored
 from ..kernels.specialize import template
@@ -105,7 +105,7 @@ def update(view, cm, co, node, last):
                                                 Yn[i, k])
         else:  # no noise (grad_exact: the same bits)
             for k in range(d):
-                Xn[i, k], Yn[i, k] = exact(view, a0, gamma, i, k, Xn[i, k], Yn[i, k])
+                Xn[i, k], Yn[i, k] = exact(view, co, node, gamma, k, Xn[i, k], Yn[i, k])
     elif co.data.hetero:
         for k in range(d):
             x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
@@ -138,11 +138,12 @@ def recomputed(view, co, node, rp, gamma, k, xm, ym):
 
 
 @jit(**SCALAR_FLAGS)
-def exact(view, a0, gamma, i, k, xm, ym):
+def exact(view, co, node, gamma, k, xm, ym):
     """No noise: both gradients exact (grad_exact), g(x_i) recomputed."""
-    Xn = view.Xn
+    Xn, a0 = view.Xn, co.data.a0
     x = stored(Xn, xm - gamma * ym)
-    return x, ym + (stored(Xn, grad_exact(x, a0)) - stored(Xn, grad_exact(view.X[i, k], a0)))
+    return x, ym + (stored(Xn, grad_exact(x, a0))
+                    - stored(Xn, grad_exact(view.X[node.i, k], a0)))
 
 
 @jit(**INLINE_FLAGS)
@@ -159,9 +160,9 @@ def fused(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
     gaussian noise's, whose update also reads the noise row and G and writes G, 1.02-1.19x
     (docs/performance.md)."""
     X, Xn, Y, Yn, i = view.X, view.Xn, view.Y, view.Yn, node.i
-    d, a0 = Xn.shape[1], co.data.a0
-    j0, w0, j1, w1 = indices[e0], stored(Xn, w[e0]), indices[e0 + 1], stored(Xn, w[e0 + 1])
-    j2, w2, beta = indices[e0 + 2], stored(Xn, w[e0 + 2]), stored(Xn, beta)
+    d = Xn.shape[1]
+    j0, w0, j1, w1, j2, w2 = head3(Xn, indices, w, e0)
+    beta = stored(Xn, beta)
     rp = previous_row(co, node)
     if m == 3:
         if co.kind != NONE:
@@ -173,11 +174,10 @@ def fused(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
         else:
             for k in range(d):
                 Xn[i, k], Yn[i, k] = exact(
-                    view, a0, gamma, i, k, mix3(Xn, X, i, k, j0, w0, j1, w1, j2, w2, beta, mx),
+                    view, co, node, gamma, k, mix3(Xn, X, i, k, j0, w0, j1, w1, j2, w2, beta, mx),
                     mix3(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, beta, my))
         return
-    j3, w3 = indices[e0 + 3], stored(Xn, w[e0 + 3])
-    j4, w4 = indices[e0 + 4], stored(Xn, w[e0 + 4])
+    j3, w3, j4, w4 = next2(Xn, indices, w, e0)
     if co.kind != NONE:
         for k in range(d):
             Xn[i, k], Yn[i, k] = recomputed(
@@ -187,7 +187,7 @@ def fused(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
     else:
         for k in range(d):
             Xn[i, k], Yn[i, k] = exact(
-                view, a0, gamma, i, k,
+                view, co, node, gamma, k,
                 mix5(Xn, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mx),
                 mix5(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, my))
 

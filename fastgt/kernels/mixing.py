@@ -123,6 +123,29 @@ def mix5(out, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean):
                   + pull(out, w3, X[j3, k], xi) + pull(out, w4, X[j4, k], xi))
 
 
+@njit(**SCALAR_FLAGS)
+def entry(out, indices, w, e):
+    """CSR entry e: its column and its weight as ``out`` holds it (stored)."""
+    return indices[e], stored(out, w[e])
+
+
+@njit(**SCALAR_FLAGS)
+def head3(out, indices, w, e0):
+    """A row's first 3 entries from e0, as mix3 takes them: j0, w0, j1, w1, j2, w2."""
+    j0, w0 = entry(out, indices, w, e0)
+    j1, w1 = entry(out, indices, w, e0 + 1)
+    j2, w2 = entry(out, indices, w, e0 + 2)
+    return j0, w0, j1, w1, j2, w2
+
+
+@njit(**SCALAR_FLAGS)
+def next2(out, indices, w, e0):
+    """Entries 4 and 5 of a row from e0, the two more that mix5 takes: j3, w3, j4, w4."""
+    j3, w3 = entry(out, indices, w, e0 + 3)
+    j4, w4 = entry(out, indices, w, e0 + 4)
+    return j3, w3, j4, w4
+
+
 @njit(**INLINE_FLAGS)
 def mix_row(out, i, X, indptr, indices, w, beta, mean, ahead):
     """out[i] = beta * mean + sum_e w_e X[j_e] over row i's CSR entries e, added in entry
@@ -141,26 +164,24 @@ def mix_row(out, i, X, indptr, indices, w, beta, mean, ahead):
     e0, e1 = indptr[i], indptr[i + 1]
     beta = stored(out, beta)  # a float32 state: weights and mean in float32 (pull)
     if e1 - e0 == 3 or e1 - e0 >= FUSED_MAX:
-        j0, w0, j1, w1 = indices[e0], stored(out, w[e0]), indices[e0 + 1], stored(out, w[e0 + 1])
-        j2, w2 = indices[e0 + 2], stored(out, w[e0 + 2])
+        j0, w0, j1, w1, j2, w2 = head3(out, indices, w, e0)
         if e1 - e0 == 3:
             for k in range(d):
                 out[i, k] = mix3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean)
             return
-        j3, w3 = indices[e0 + 3], stored(out, w[e0 + 3])
-        j4, w4 = indices[e0 + 4], stored(out, w[e0 + 4])
+        j3, w3, j4, w4 = next2(out, indices, w, e0)
         for k in range(d):
             out[i, k] = mix5(out, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean)
     else:  # a row of one entry or none (pad_rows pads 2 and 4): the identity, a pure mean
         for k in range(d):  # term, one partner; as sum_j w_ij x_j in either type, exact
             out[i, k] = beta * mean[k]  # there (x_i + (mean - x_i) need not be the mean)
         for e in range(e0, e1):
-            j, we = indices[e], stored(out, w[e])
+            j, we = entry(out, indices, w, e)
             for k in range(d):
                 out[i, k] += we * X[j, k]
         return
     for e in range(e0 + FUSED_MAX, e1):  # a pass per further entry
-        j, we = indices[e], stored(out, w[e])
+        j, we = entry(out, indices, w, e)
         for k in range(d):
             out[i, k] += pull(out, we, X[j, k], X[i, k])
 

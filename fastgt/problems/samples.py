@@ -220,7 +220,7 @@ def grad_row(co, node, X, r, G, q):
         i3 = ahead_index(data, node, lo, m, j + AHEAD, drawn)
         if data.sparse:  # unsigned positions and columns: numba wraps a signed index
             # that might be negative (about 8 instructions an access, 3 accesses a nonzero);
-            # an unsigned one it takes as is (0.74-0.95x the time, bench/bench_ml.py)
+            # an unsigned one it takes as is (batches 8, 64: 0.79-0.90x the time, bench_ml)
             a, e = np.uint64(data.indptr[s]), np.uint64(data.indptr[s + 1])
             z = 0.0
             for p in range(a, e):

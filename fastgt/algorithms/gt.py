@@ -13,7 +13,7 @@ and G (S3), 5 n d floats. On diagonal quadratics (the fast path: one fused pass 
 G is stored for gaussian noise only: with structured or no noise g_i(t) is recomputed
 from x_i(t) and the step's shared draw, to the same bits (4 n d floats, one array less
 to stream). For problems with data (grad_row after x'), both mixes and x' take one pass
-on rows of 3 or 5 entries without a mean term (mixed_pair).
+on rows of 3 or 5 entries without a mean term (fused_mixes).
 
 Per step: 2 mixes (X and Y, one communication round), 1 gradient evaluation.
 """
@@ -49,25 +49,24 @@ def update(view, cm, co, node, last):
     X[i] = x and the previous step's shared draw (row co.rp): the same bits (grad_hom and
     grad_het fix the roundings), one array less to read and write. Then, for a homogeneous
     problem without topology_y, a row of 3 or FUSED_MAX entries and no mean term, both
-    mixes and the update take one pass (fused: the same bits)."""
+    mixes and the update take one pass (fused: the same bits). Problems with data (not
+    DIAGONAL) on such rows: both mixes and x' in one pass (fused_mixes), then grad_row and
+    Y's update."""
     X, Xn, Y, Yn, G, i = view.X, view.Xn, view.Y, view.Yn, view.G, node.i
     d = Xn.shape[1]
-    if (DIAGONAL and not co.data.hetero and not cm.ysep and G.shape[0] == 0
-            and cm.beta == 0.0 and cm.ahead == 0):
+    paired = False  # both mixes and x' done (fused_mixes)
+    if not cm.ysep and cm.beta == 0.0 and cm.ahead == 0:
         e0 = cm.indptr[i]
         m = cm.indptr[i + 1] - e0
         if m == 3 or m == FUSED_MAX:
-            fused(view, co, node, cm.indices, cm.w, e0, m, cm.beta, cm.m0, cm.m1,
-                  stored(Xn, cm.gamma))
-            return
-    paired = False  # problems with data: both mixes and x' in one pass (mixed_pair)
-    if not DIAGONAL and not cm.ysep and cm.beta == 0.0 and cm.ahead == 0:
-        e0 = cm.indptr[i]
-        m = cm.indptr[i + 1] - e0
-        if m == 3 or m == FUSED_MAX:
-            mixed_pair(view, i, cm.indices, cm.w, e0, m, cm.beta, cm.m0, cm.m1,
-                       stored(Xn, cm.gamma))
-            paired = True
+            if not DIAGONAL:
+                fused_mixes(view, i, cm.indices, cm.w, e0, m, cm.beta, cm.m0, cm.m1,
+                            stored(Xn, cm.gamma))
+                paired = True
+            elif not co.data.hetero and G.shape[0] == 0:
+                fused(view, co, node, cm.indices, cm.w, e0, m, cm.beta, cm.m0, cm.m1,
+                      stored(Xn, cm.gamma))
+                return
     # X, then Y, through one call site: one inlined copy of mix_row's loops to compile
     # (measured 1.5-3 s less cold compile, same speed)
     for q in range(0 if paired else 2):
@@ -203,12 +202,13 @@ def fused(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
 
 
 @jit(**INLINE_FLAGS)
-def mixed_pair(view, i, indices, w, e0, m, beta, mx, my, gamma):
-    """Row i's two mixes and x' in one pass, for a problem whose gradient follows
+def fused_mixes(view, i, indices, w, e0, m, beta, mx, my, gamma):
+    """Row i's two mixes and x' in one pass, for a problem whose gradient is taken after x'
     (grad_row: problems with data), a row of m = 3 or FUSED_MAX entries from e0 (fused's
-    rows): Yn[i] = (W Y)_i and Xn[i] = (W X)_i - gamma Yn[i], each mixed value in the
-    state's type as the passes store and read it back (mix3, mix5): the same bits, one pass
-    over the row's arrays instead of three."""
+    rows, with beta 0: it is applied as mix_row applies it, the same expression): Yn[i] =
+    (W Y)_i and Xn[i] = x' = (W X)_i - gamma Yn[i], each mixed value in the state's type as
+    the passes store and read it back (mix3, mix5): the same bits (tests/problems/
+    test_samples.py, against the passes one by one), one pass over the rows instead of three."""
     X, Xn, Y, Yn = view.X, view.Xn, view.Y, view.Yn
     d = Xn.shape[1]
     j0, w0, j1, w1, j2, w2 = head3(Xn, indices, w, e0)

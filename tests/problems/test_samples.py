@@ -273,6 +273,27 @@ def test_blocked_rows_give_the_bits_of_a_row_at_a_time(name, batch, tmp_path):
     assert np.array_equal(G, want)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("name,params", [("ring", {"n": 12, "self_weight": 0.2}),
+                                         ("torus", {"rows": 3, "cols": 4})])
+def test_gts_one_mixing_pass_gives_the_bits_of_three(name, params, sparse, dtype, tmp_path):
+    """GT on a data problem mixes Y and X and forms x' in one pass on rows of 3 and 5
+    entries (gt.fused_mixes); topology_y, the same matrix again, takes the passes one by one
+    (x' from W Y, then Y mixed with its copy of W): the same numbers to the bit, on any CPU."""
+    W = fastgt.topology(name, **params)
+    assert set(np.diff(W.indptr)) == ({3} if name == "ring" else {5})
+    path = _sparse_file(tmp_path, d=5)[0] if sparse else None
+    kw = {"algorithm": "gt", "topology": W, "problem": _spec("logistic", path, batch_size=3),
+          "noise": "minibatch+gaussian", "sigma2": 0.5, "d": 5, "stepsize": GAMMA,
+          "steps": STEPS, "record_every": RECORD, "seed": 4, "dtype": dtype}
+    one = fastgt.run(**kw)
+    three = fastgt.run(topology_y=fastgt.topology(name, **params), **kw)
+    np.testing.assert_array_equal(one.records, three.records)
+    for key in ("X", "Y"):
+        assert np.array_equal(one.state[key], three.state[key])
+
+
 def test_minibatch_gradients_are_unbiased():
     """The mean of many minibatch gradients (steps t, batch 2) is the exact local gradient
     within 5 standard errors, coordinate by coordinate."""

@@ -466,13 +466,15 @@ class SampleProblem(Problem):
 
     def kernel_data(self, pad) -> SampleData:
         dt = self.data_dtype  # placeholders of that type too: one signature per type
-        dummy_f, dummy_i = np.zeros(1, dtype=dt), np.zeros(1, dtype=np.int64)
+        dummy_f, dummy_p = np.zeros(1, dtype=dt), np.zeros(1, dtype=np.int64)
+        dummy_c = np.zeros(1, dtype=np.int32)
         if self.sparse:
             A = np.zeros((1, 1), dtype=dt)
             indptr = self.A.indptr.astype(np.int64)
-            indices, values = self.A.indices.astype(np.int64), self.A.data.astype(dt)
+            # columns < d as int32: a nonzero's 12 bytes, not 16, from a random row
+            indices, values = self.A.indices.astype(np.int32), self.A.data.astype(dt)
         else:
-            A, indptr, indices, values = pad(self.A, dt), dummy_i, dummy_i, dummy_f
+            A, indptr, indices, values = pad(self.A, dt), dummy_p, dummy_c, dummy_f
         return SampleData(A, indptr, indices, values, self.y, self.offsets, int(self.batch),
                           float(self.reg), self.loss_code, self.rkind, self.sparse)
 

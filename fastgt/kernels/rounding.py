@@ -188,9 +188,9 @@ def prefetch_head(typingctx, arr, row):
     """prefetch_row of the first HEAD_BYTES of row ``row`` (all of a shorter one), into the
     L2 (prefetcht1): a random dense data row's lines, AHEAD rows at a time, overflow the
     L1's miss buffers where the L2's take them; read in order, the row then streams into
-    the L1 (AMD Zen 4, n = 1000, d = 50: 0.64-0.80x the time at batches 8 and 64, where
-    the sparse rows' short spans, whose loads start a chain of dependent ones, took
-    1.13-1.23x: they keep prefetcht0; docs/performance.md)."""
+    the L1 (AMD Zen 4, n = 1000, d = 50: 0.56-0.67x the time at batches 8 and 64; the
+    sparse rows' short spans, whose loads start a chain of dependent ones, took 1.13-1.23x
+    so: they keep prefetcht0; docs/performance.md)."""
     return (types.void(arr, row), _row_prefetch(HEAD_BYTES, 2)) if _is_row(arr, row) else None
 
 

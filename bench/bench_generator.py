@@ -91,17 +91,12 @@ def kernels(S, C):
     from fastgt.config import NJIT_FLAGS, SCALAR_FLAGS
     from fastgt.kernels import rng as R
 
-    @njit(**SCALAR_FLAGS)
-    def poly4(z, c):
-        z2 = z * z
-        return (c[0] + c[1] * z) + z2 * (c[2] + c[3] * z)
-
     def pair_of(low):
         @njit(**SCALAR_FLAGS)
         def pair(c, scale):
             u1, q, frac = R.pair_uniforms(R.mix64(c))
             if low:
-                sn, cs = frac * poly4(frac * frac, S), poly4(frac * frac, C)
+                sn, cs = frac * R._poly4(frac * frac, S), R._poly4(frac * frac, C)
             else:
                 sn, cs = R.sin_cos(frac)
             return R.rotated(R.radius(u1, scale), q, sn, cs)

@@ -142,9 +142,9 @@ def _prefetch_lines(context, builder, ptr, nbytes, locality=3) -> None:
         builder.call(fn, [builder.gep(base, [off]), i32(0), i32(locality), i32(1)])
 
 
-def _row_prefetch(cap: int, locality: int = 3):
-    """The codegen of a prefetch of row ``row`` of a 2-d C-contiguous array: its first
-    ``cap`` bytes, or all of it (cap 0), with this locality (_prefetch_lines)."""
+def _row_prefetch(locality: int = 3):
+    """The codegen of a prefetch of every line of row ``row`` of a 2-d C-contiguous array,
+    with this locality (_prefetch_lines)."""
     def codegen(context, builder, sig, args):
         aryty = sig.args[0]
         ary = context.make_array(aryty)(context, builder, args[0])
@@ -154,11 +154,7 @@ def _row_prefetch(cap: int, locality: int = 3):
         shape = cgutils.unpack_tuple(builder, ary.shape, 2)
         itemsize = context.get_constant(types.intp, context.get_abi_sizeof(
             context.get_data_type(aryty.dtype)))
-        nbytes = builder.mul(shape[1], itemsize)
-        if cap:
-            top = context.get_constant(types.intp, cap)
-            nbytes = builder.select(builder.icmp_signed("<", nbytes, top), nbytes, top)
-        _prefetch_lines(context, builder, ptr, nbytes, locality)
+        _prefetch_lines(context, builder, ptr, builder.mul(shape[1], itemsize), locality)
         return context.get_dummy_value()
 
     return codegen
@@ -173,25 +169,19 @@ def prefetch_row(typingctx, arr, row):
     """Hint the CPU to load row ``row`` of the 2-d C-contiguous ``arr`` into the caches
     (llvm.prefetch of each of its 64-byte lines; no effect on any value): a scattered
     neighbour's row, read soon and not in order with the rows before it."""
-    return (types.void(arr, row), _row_prefetch(0)) if _is_row(arr, row) else None
-
-
-#: the bytes of a row that prefetch_head asks for: a random data row's first 8 lines; the
-#: CPU's stream prefetcher follows the row, read in order, from there. Against every line
-#: asked for, 4 rows ahead: 0.92-0.96x the time on dense rows of 4 KB (d = 500; AMD Zen 4,
-#: bench/bench_ml.py --against, docs/performance.md)
-HEAD_BYTES = 512
+    return (types.void(arr, row), _row_prefetch()) if _is_row(arr, row) else None
 
 
 @intrinsic
-def prefetch_head(typingctx, arr, row):
-    """prefetch_row of the first HEAD_BYTES of row ``row`` (all of a shorter one), into the
-    L2 (prefetcht1): a random dense data row's lines, AHEAD rows at a time, overflow the
-    L1's miss buffers where the L2's take them; read in order, the row then streams into
-    the L1 (AMD Zen 4, n = 1000, d = 50: 0.56-0.67x the time at batches 8 and 64; the
-    sparse rows' short spans, whose loads start a chain of dependent ones, took 1.13-1.23x
-    so: they keep prefetcht0; docs/performance.md)."""
-    return (types.void(arr, row), _row_prefetch(HEAD_BYTES, 2)) if _is_row(arr, row) else None
+def prefetch_row_l2(typingctx, arr, row):
+    """prefetch_row into the L2 (prefetcht1): a random dense data row, AHEAD rows before it
+    is read. Asked for into the L1, four rows' lines overflow its miss buffers (every line
+    of rows of 4 KB: 1.05-1.12x the time of their first 8 lines), where the L2's take
+    them: every line into the L2 took 0.77-0.89x the time of the first 8 lines' at d = 500
+    (AMD Zen 4, bench/bench_ml.py --against, docs/performance.md), and rows of 400 bytes
+    into the L2 0.56-0.67x the time of the L1's. The sparse rows' short spans, whose loads
+    start a chain of dependent ones, keep prefetcht0 (1.13-1.23x the time in the L2)."""
+    return (types.void(arr, row), _row_prefetch(2)) if _is_row(arr, row) else None
 
 
 @intrinsic

@@ -58,7 +58,7 @@ from ..kernels import jit
 from ..kernels.exp import exp_neg, exp_neg4
 from ..kernels.oracles import ProblemKernels, noise_at
 from ..kernels.rng import row_key, uniform_index
-from ..kernels.rounding import fma, narrow_vectors, prefetch_head, prefetch_span, stored
+from ..kernels.rounding import fma, narrow_vectors, prefetch_row_l2, prefetch_span, stored
 from .base import SAMPLED, Problem, rounded
 
 #: the data problems' defaults of the parameters that apply only to some data: split_alpha
@@ -140,14 +140,14 @@ def sample_index(key, j, m, batch):
 
 @jit(**SCALAR_FLAGS)
 def prefetch_sample(data, s):
-    """Start loading row s: its label, and its dense values (their first lines:
-    prefetch_head) or its CSR values and column indices."""
+    """Start loading row s: its label, and its dense values (into the L2:
+    prefetch_row_l2) or its CSR values and column indices."""
     prefetch_span(data.y, s, s + 1)
     if data.sparse:
         prefetch_span(data.values, data.indptr[s], data.indptr[s + 1])
         prefetch_span(data.indices, data.indptr[s], data.indptr[s + 1])
     else:
-        prefetch_head(data.A, s)
+        prefetch_row_l2(data.A, s)
 
 
 @jit(**SCALAR_FLAGS)

@@ -26,14 +26,18 @@ import numpy as np
 from numba import njit, prange
 
 from fastgt.kernels.rng import fill_padded, row_key, step_key, stream_key
-from fastgt.kernels.temporal import llc_bytes
+
+try:
+    from fastgt.memory import llc_bytes
+except ImportError:  # a revision before 81b152c's successor (the benches' --against REF)
+    from fastgt.kernels.temporal import llc_bytes
 
 #: bytes streamed per element and step: each state array read and/or written once (ATC-GT:
 #: two passes; centralized: D-SGD's)
 BYTES = {"gt": 48, "dsgd": 16, "d2": 48, "extra": 48, "gt_atc": 88, "centralized": 16}
 G_BYTES = 16  # GT's G, read and written: kept for gaussian noise only
 #: treat states below this as cache resident: the machine's last-level cache (fastgt's own
-#: reading of it, kernels/temporal.py), 32 MB where the system does not say
+#: reading of it, fastgt/memory.py), 32 MB where the system does not say
 LLC_BYTES = llc_bytes() or 32 * 2**20
 
 

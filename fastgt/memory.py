@@ -1,4 +1,6 @@
-"""How much memory a run may still take, and the check that refuses a state beyond it.
+"""How much memory a run may still take, the check that refuses a state beyond it, and
+the size of the CPU's last-level cache (where the kernels' work may lie beyond it:
+temporal blocking's plans, the data problems' prefetching).
 
 The memory available is the machine's (Linux: MemAvailable) or, when the process runs in
 a memory cgroup with a limit (a container, a batch job's allocation, a Dask worker's pod),
@@ -8,6 +10,7 @@ the process (SIGKILL, no message) while the machine still has memory to spare.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 MEMINFO = Path("/proc/meminfo")
@@ -120,3 +123,25 @@ def stat_value(path: Path, key: str) -> int:
     except (OSError, ValueError):
         pass
     return 0
+
+
+#: where the CPU's caches are described (Linux), and the suffixes of their sizes there
+CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+@cache
+def llc_bytes() -> int | None:
+    """The size of this CPU's last-level cache (the highest level of cpu0's caches in
+    sysfs), None where the system does not say."""
+    best = (0, None)
+    for index in CACHES.glob("index*"):
+        try:
+            level = int((index / "level").read_text())
+            text = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        num, unit = (text[:-1], UNITS[text[-1]]) if text[-1:] in UNITS else (text, 1)
+        if num.isdigit() and level >= best[0]:
+            best = (level, int(num) * unit)
+    return best[1]

@@ -13,12 +13,11 @@ rows themselves are computed as step by step: the same bits.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 
 from numba import njit
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS
+from ..memory import llc_bytes
 from .mixing import n_blocks
 
 #: rows of the shared draws per cell (steps.shared_row; a power of 2), and the most steps
@@ -50,28 +49,6 @@ SHORT_BYTES = 32 << 20
 SHORT_ROW = 512
 LEVELS = 4
 GRID_BLOCK_BYTES = 8 << 10
-#: where the CPU's caches are described (Linux), and the suffixes of their sizes there
-CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
-UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-@cache
-def llc_bytes() -> int | None:
-    """The size of this CPU's last-level cache (the highest level of cpu0's caches in
-    sysfs), None where the system does not say."""
-    best = (0, None)
-    for index in CACHES.glob("index*"):
-        try:
-            level = int((index / "level").read_text())
-            text = (index / "size").read_text().strip()
-        except (OSError, ValueError):
-            continue
-        num, unit = (text[:-1], UNITS[text[-1]]) if text[-1:] in UNITS else (text, 1)
-        if num.isdigit() and level >= best[0]:
-            best = (level, int(num) * unit)
-    return best[1]
-
-
 def wide_bytes() -> int:
     """The least state array a torus taken as a grid goes in passes from: half the
     last-level cache where that is less than WIDE_BYTES (a cell's 3-5 arrays are then

@@ -59,6 +59,7 @@ from ..kernels.exp import exp_neg, exp_neg4
 from ..kernels.oracles import ProblemKernels, noise_at
 from ..kernels.rng import row_key, uniform_index
 from ..kernels.rounding import fma, narrow_vectors, prefetch_row_l2, prefetch_span, stored
+from ..memory import llc_bytes
 from .base import SAMPLED, Problem, rounded
 
 #: the data problems' defaults of the parameters that apply only to some data: split_alpha
@@ -77,9 +78,11 @@ _ROWS, _CHUNK = 4096, 1 << 18
 
 #: what the kernels read (co.data): dense rows A (rows, dp) or CSR (indptr, indices,
 #: values), targets y, node i's rows offsets[i]:offsets[i + 1], batch (0: all rows), the
-#: regularizer's weight and the loss and regularizer codes
+#: regularizer's weight, the loss and regularizer codes, whether the rows are sparse, and
+#: whether they are beyond the last-level cache (``far``: a gradient then starts loading
+#: the next node's first AHEAD rows, each a memory latency away)
 SampleData = namedtuple("SampleData", "A indptr indices values y offsets batch reg loss rkind "
-                        "sparse", module=__name__)
+                        "sparse far", module=__name__)
 
 
 @jit(**SCALAR_FLAGS)
@@ -190,11 +193,15 @@ def grad_row(co, node, X, r, G, q):
     # before its sum: the rows are random, and their loads overlap, AHEAD in flight)
     i0, i1 = ahead_index(data, node, lo, m, 0, drawn), ahead_index(data, node, lo, m, 1, drawn)
     i2, i3 = ahead_index(data, node, lo, m, 2, drawn), ahead_index(data, node, lo, m, 3, drawn)
-    nxt = i + 1  # fewer rows than that: the next node's first row too (no wait on it at
-    if drawn < AHEAD and nxt < data.offsets.shape[0] - 1:  # the start of its gradient)
-        lo1 = data.offsets[nxt]
-        prefetch_sample(data, lo1 + sample_index(row_key(node.tkey, nxt), 0,
-                                                 data.offsets[nxt + 1] - lo1, data.batch))
+    nxt = i + 1  # fewer rows than that, or rows beyond the last-level cache (data.far):
+    if (drawn < AHEAD or data.far) and nxt < data.offsets.shape[0] - 1:  # the next node's
+        lo1 = data.offsets[nxt]  # first row(s) too, no wait on them at its start
+        m1 = data.offsets[nxt + 1] - lo1
+        k1 = row_key(node.tkey, nxt)
+        prefetch_sample(data, lo1 + sample_index(k1, 0, m1, data.batch))
+        if data.far:
+            for j in range(1, min(AHEAD, data.batch if data.batch > 0 else m1)):
+                prefetch_sample(data, lo1 + sample_index(k1, j, m1, data.batch))
     done = 0
     if not data.sparse:  # dense rows 4 at a time (module doc), the rest one by one
         for j in range(0, drawn - 3, 4):
@@ -475,8 +482,10 @@ class SampleProblem(Problem):
             indices, values = self.A.indices.astype(np.int32), self.A.data.astype(dt)
         else:
             A, indptr, indices, values = pad(self.A, dt), dummy_p, dummy_c, dummy_f
+        llc = llc_bytes()  # the rows' bytes, beyond it?
+        far = bool(llc) and A.nbytes + indices.nbytes + values.nbytes > llc
         return SampleData(A, indptr, indices, values, self.y, self.offsets, int(self.batch),
-                          float(self.reg), self.loss_code, self.rkind, self.sparse)
+                          float(self.reg), self.loss_code, self.rkind, self.sparse, far)
 
 
 def build(name: str, n: int, d: int, loss: str, rkind: str, data: str, samples: int,

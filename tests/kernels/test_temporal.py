@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import fastgt
+from fastgt import memory
 from fastgt.algorithms import ALGORITHMS, Batch, Cell
 from fastgt.kernels import temporal
 from fastgt.kernels.temporal import Plan, bandwidth, reach
@@ -159,14 +160,14 @@ def test_grids_go_in_passes_beyond_the_last_level_cache(tmp_path, monkeypatch):
     from sysfs: the highest level's size), within BAND_BYTES to WIDE_BYTES; WIDE_BYTES
     where the size is not known."""
     def caches(*entries):
-        temporal.llc_bytes.cache_clear()
+        memory.llc_bytes.cache_clear()
         folder = tmp_path / str(len(list(tmp_path.iterdir())))
         for k, (level, size) in enumerate(entries):
             (folder / f"index{k}").mkdir(parents=True)
             (folder / f"index{k}" / "level").write_text(f"{level}\n")
             (folder / f"index{k}" / "size").write_text(f"{size}\n")
-        monkeypatch.setattr(temporal, "CACHES", folder)
-        return temporal.llc_bytes(), temporal.wide_bytes()
+        monkeypatch.setattr(memory, "CACHES", folder)
+        return memory.llc_bytes(), temporal.wide_bytes()
 
     monkeypatch.setattr(temporal, "WIDE_BYTES", 128 << 20)
     monkeypatch.setattr(temporal, "BAND_BYTES", 8 << 20)
@@ -178,7 +179,7 @@ def test_grids_go_in_passes_beyond_the_last_level_cache(tmp_path, monkeypatch):
         assert caches((1, "48K"), (3, "garbled")) == (48 << 10, 8 << 20)
         assert caches() == (None, 128 << 20)  # nothing said
     finally:
-        temporal.llc_bytes.cache_clear()
+        memory.llc_bytes.cache_clear()
 
 
 def test_bandwidth_and_reach():

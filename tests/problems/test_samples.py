@@ -294,6 +294,27 @@ def test_gts_one_mixing_pass_gives_the_bits_of_three(name, params, sparse, dtype
         assert np.array_equal(one.state[key], three.state[key])
 
 
+@pytest.mark.parametrize("batch_size", [3, 6])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_rows_beyond_the_cache_prefetched_across_nodes_give_the_same_bits(
+        sparse, batch_size, tmp_path, monkeypatch):
+    """Rows beyond the last-level cache (SampleData.far: a cache of 64 bytes here) start
+    loading the next node's first rows at each gradient: the same numbers to the bit, at
+    batches under and over AHEAD (one row of the next node before, AHEAD rows now)."""
+    path = _sparse_file(tmp_path, d=5)[0] if sparse else None
+    kw = {"algorithm": "gt", "topology": fastgt.topology("ring", n=10),
+          "problem": _spec("logistic", path, batch_size=batch_size), "noise": "minibatch",
+          "d": 5, "stepsize": GAMMA, "steps": STEPS, "record_every": RECORD, "seed": 4}
+    near = fastgt.run(**kw)
+    inst = kw["problem"].build(10, 5)
+    assert not inst.kernel_data(lambda M, dt: M).far
+    monkeypatch.setattr(samples, "llc_bytes", lambda: 64)
+    assert inst.kernel_data(lambda M, dt: M).far
+    far = fastgt.run(**kw)
+    np.testing.assert_array_equal(near.records, far.records)
+    assert np.array_equal(near.state["X"], far.state["X"])
+
+
 def test_minibatch_gradients_are_unbiased():
     """The mean of many minibatch gradients (steps t, batch 2) is the exact local gradient
     within 5 standard errors, coordinate by coordinate."""

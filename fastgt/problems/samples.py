@@ -165,6 +165,16 @@ def ahead_index(data, node, lo, m, j, drawn):
 
 
 @jit(**SCALAR_FLAGS)
+def prefetch_far(data, node, lo, m, j, drawn):
+    """Dense rows beyond the last-level cache (data.far): start loading the node's drawn
+    rows j to j + AHEAD - 1 too, 2 AHEAD rows before their sums, their indices hashed again
+    when ahead_index comes to them (a memory latency a row: more of them in flight)."""
+    if data.far:
+        for f in range(j, min(j + AHEAD, drawn)):
+            prefetch_sample(data, lo + sample_index(node.key, f, m, data.batch))
+
+
+@jit(**SCALAR_FLAGS)
 def dense_slope(data, s, X, r, drawn):
     """loss'(a_s^T X[r], y_s) / drawn, for dense row s."""
     return loss_slope(data.loss, dense_dot(data.A, s, X, r), data.y[s], True) / drawn
@@ -210,6 +220,7 @@ def grad_row(co, node, X, r, G, q):
             i1 = ahead_index(data, node, lo, m, j + AHEAD + 1, drawn)
             i2 = ahead_index(data, node, lo, m, j + AHEAD + 2, drawn)
             i3 = ahead_index(data, node, lo, m, j + AHEAD + 3, drawn)
+            prefetch_far(data, node, lo, m, j + 2 * AHEAD, drawn)
             c0, c1, c2, c3 = loss_slopes4(
                 data.loss, dense_dot(data.A, s0, X, r), dense_dot(data.A, s1, X, r),
                 dense_dot(data.A, s2, X, r), dense_dot(data.A, s3, X, r),

@@ -294,13 +294,14 @@ def test_gts_one_mixing_pass_gives_the_bits_of_three(name, params, sparse, dtype
         assert np.array_equal(one.state[key], three.state[key])
 
 
-@pytest.mark.parametrize("batch_size", [3, 6])
+@pytest.mark.parametrize("batch_size", [3, 6, 13])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-def test_rows_beyond_the_cache_prefetched_across_nodes_give_the_same_bits(
+def test_rows_beyond_the_cache_prefetched_further_ahead_give_the_same_bits(
         sparse, batch_size, tmp_path, monkeypatch):
     """Rows beyond the last-level cache (SampleData.far: a cache of 64 bytes here) start
-    loading the next node's first rows at each gradient: the same numbers to the bit, at
-    batches under and over AHEAD (one row of the next node before, AHEAD rows now)."""
+    loading the next node's first rows at each gradient, and dense rows 2 AHEAD rows
+    before their sums too (prefetch_far): the same numbers to the bit, at batches under
+    AHEAD, between AHEAD and 2 AHEAD, and over 2 AHEAD."""
     path = _sparse_file(tmp_path, d=5)[0] if sparse else None
     kw = {"algorithm": "gt", "topology": fastgt.topology("ring", n=10),
           "problem": _spec("logistic", path, batch_size=batch_size), "noise": "minibatch",

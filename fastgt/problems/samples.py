@@ -80,7 +80,7 @@ _ROWS, _CHUNK = 4096, 1 << 18
 #: values), targets y, node i's rows offsets[i]:offsets[i + 1], batch (0: all rows), the
 #: regularizer's weight, the loss and regularizer codes, whether the rows are sparse, and
 #: whether they are beyond the last-level cache (``far``: a gradient then starts loading
-#: the next node's first AHEAD rows, each a memory latency away)
+#: the next node's first rows, each a memory latency away, and prefetch_far's)
 SampleData = namedtuple("SampleData", "A indptr indices values y offsets batch reg loss rkind "
                         "sparse far", module=__name__)
 
@@ -209,8 +209,9 @@ def grad_row(co, node, X, r, G, q):
         m1 = data.offsets[nxt + 1] - lo1
         k1 = row_key(node.tkey, nxt)
         prefetch_sample(data, lo1 + sample_index(k1, 0, m1, data.batch))
-        if data.far:
-            for j in range(1, min(AHEAD, data.batch if data.batch > 0 else m1)):
+        if data.far:  # dense rows 2 AHEAD of them (into the L2), sparse spans AHEAD (the L1)
+            ahead = AHEAD if data.sparse else 2 * AHEAD
+            for j in range(1, min(ahead, data.batch if data.batch > 0 else m1)):
                 prefetch_sample(data, lo1 + sample_index(k1, j, m1, data.batch))
     done = 0
     if not data.sparse:  # dense rows 4 at a time (module doc), the rest one by one

@@ -29,7 +29,7 @@ from fastgt.kernels.rng import fill_padded, row_key, step_key, stream_key
 
 try:
     from fastgt.memory import llc_bytes
-except ImportError:  # a revision before 81b152c's successor (the benches' --against REF)
+except ImportError:  # a revision before 82eb5c7 (the benches' --against REF)
     from fastgt.kernels.temporal import llc_bytes
 
 #: bytes streamed per element and step: each state array read and/or written once (ATC-GT:

@@ -174,13 +174,13 @@ def prefetch_row(typingctx, arr, row):
 
 @intrinsic
 def prefetch_row_l2(typingctx, arr, row):
-    """prefetch_row into the L2 (prefetcht1): a random dense data row, AHEAD rows before it
-    is read. Asked for into the L1, four rows' lines overflow its miss buffers (every line
-    of rows of 4 KB: 1.05-1.12x the time of their first 8 lines), where the L2's take
-    them: every line into the L2 took 0.77-0.89x the time of the first 8 lines' at d = 500
-    (AMD Zen 4, bench/bench_ml.py --against, docs/performance.md), and rows of 400 bytes
-    into the L2 0.56-0.67x the time of the L1's. The sparse rows' short spans, whose loads
-    start a chain of dependent ones, keep prefetcht0 (1.13-1.23x the time in the L2)."""
+    """prefetch_row into the L2 (prefetcht1): a random dense data row, rows before it is
+    read. Into the L1, every line of 4 rows of 4 KB ahead overflowed its miss buffers (the
+    first 8 lines took 0.92-0.96x that time); the L2's take them: every line into the L2
+    took 0.72-0.89x the time of the first 8 lines' at d = 500, and rows of 400 bytes into
+    the L2 0.56-0.67x the time of the L1's (AMD Zen 4, bench/bench_ml.py --against,
+    docs/performance.md). The sparse rows' short spans, whose loads start a chain of
+    dependent ones, keep prefetcht0 (1.13-1.23x the time in the L2)."""
     return (types.void(arr, row), _row_prefetch(2)) if _is_row(arr, row) else None
 
 

@@ -69,8 +69,10 @@ LOSSES = {"squared": 0, "logistic": 1}
 REGULARIZERS = {"l2": 0, "nonconvex": 1}
 #: rows of a gradient prefetched ahead of the one being summed (measured: 1 -> 4 halves
 #: the cost of out-of-cache dense rows, bench/bench_ml.py; sparse rows: values and indices;
-#: 8 was no faster). grad_row holds the AHEAD indices in flight in four variables, the
-#: width of its dense blocks too: a block's rows are the indices drawn a block before
+#: 8 was no faster, but for dense rows beyond the last-level cache, which are asked for
+#: again 2 AHEAD rows ahead). grad_row holds the AHEAD indices in flight in four
+#: variables, the width of its dense blocks too: a block's rows are the indices drawn a
+#: block before
 AHEAD = 4
 #: f's evaluation in blocks of _ROWS data rows x X's rows, _CHUNK margins at most (2 MB:
 #: the losses' passes stay in cache)
@@ -80,7 +82,8 @@ _ROWS, _CHUNK = 4096, 1 << 18
 #: values), targets y, node i's rows offsets[i]:offsets[i + 1], batch (0: all rows), the
 #: regularizer's weight, the loss and regularizer codes, whether the rows are sparse, and
 #: whether they are beyond the last-level cache (``far``: a gradient then starts loading
-#: the next node's first rows, each a memory latency away, and prefetch_far's)
+#: the next node's first rows, each a memory latency away, and asks for its dense rows a
+#: second time, 2 AHEAD rows before their sums)
 SampleData = namedtuple("SampleData", "A indptr indices values y offsets batch reg loss rkind "
                         "sparse far", module=__name__)
 
@@ -165,13 +168,12 @@ def ahead_index(data, node, lo, m, j, drawn):
 
 
 @jit(**SCALAR_FLAGS)
-def prefetch_far(data, node, lo, m, j, drawn):
-    """Dense rows beyond the last-level cache (data.far): start loading the node's drawn
-    rows j to j + AHEAD - 1 too, 2 AHEAD rows before their sums, their indices hashed again
-    when ahead_index comes to them (a memory latency a row: more of them in flight)."""
-    if data.far:
-        for f in range(j, min(j + AHEAD, drawn)):
-            prefetch_sample(data, lo + sample_index(node.key, f, m, data.batch))
+def prefetch_rows(data, key, lo, m, j0, j1):
+    """Start loading the drawn rows j0 to j1 - 1 of the node whose m rows start at lo and
+    whose key is ``key`` (prefetch_sample; their indices hashed here and again when their
+    sums come)."""
+    for j in range(j0, j1):
+        prefetch_sample(data, lo + sample_index(key, j, m, data.batch))
 
 
 @jit(**SCALAR_FLAGS)
@@ -208,11 +210,11 @@ def grad_row(co, node, X, r, G, q):
         lo1 = data.offsets[nxt]  # first row(s) too, no wait on them at its start
         m1 = data.offsets[nxt + 1] - lo1
         k1 = row_key(node.tkey, nxt)
-        prefetch_sample(data, lo1 + sample_index(k1, 0, m1, data.batch))
-        if data.far:  # dense rows 2 AHEAD of them (into the L2), sparse spans AHEAD (the L1)
-            ahead = AHEAD if data.sparse else 2 * AHEAD
-            for j in range(1, min(ahead, data.batch if data.batch > 0 else m1)):
-                prefetch_sample(data, lo1 + sample_index(k1, j, m1, data.batch))
+        if not data.far:
+            prefetch_rows(data, k1, lo1, m1, 0, 1)
+        else:  # dense rows 2 AHEAD of them (into the L2), sparse spans AHEAD (the L1)
+            count = AHEAD if data.sparse else 2 * AHEAD
+            prefetch_rows(data, k1, lo1, m1, 0, min(count, data.batch if data.batch > 0 else m1))
     done = 0
     if not data.sparse:  # dense rows 4 at a time (module doc), the rest one by one
         for j in range(0, drawn - 3, 4):
@@ -221,7 +223,9 @@ def grad_row(co, node, X, r, G, q):
             i1 = ahead_index(data, node, lo, m, j + AHEAD + 1, drawn)
             i2 = ahead_index(data, node, lo, m, j + AHEAD + 2, drawn)
             i3 = ahead_index(data, node, lo, m, j + AHEAD + 3, drawn)
-            prefetch_far(data, node, lo, m, j + 2 * AHEAD, drawn)
+            if data.far:  # rows beyond the last-level cache, a memory latency each: a
+                # second distance, 2 AHEAD rows before their sums (more rows in flight)
+                prefetch_rows(data, node.key, lo, m, j + 2 * AHEAD, min(j + 3 * AHEAD, drawn))
             c0, c1, c2, c3 = loss_slopes4(
                 data.loss, dense_dot(data.A, s0, X, r), dense_dot(data.A, s1, X, r),
                 dense_dot(data.A, s2, X, r), dense_dot(data.A, s3, X, r),
@@ -495,7 +499,8 @@ class SampleProblem(Problem):
         else:
             A, indptr, indices, values = pad(self.A, dt), dummy_p, dummy_c, dummy_f
         llc = llc_bytes()  # the rows' bytes, beyond it?
-        far = bool(llc) and A.nbytes + indices.nbytes + values.nbytes > llc
+        read = A.nbytes + indptr.nbytes + indices.nbytes + values.nbytes + self.y.nbytes
+        far = bool(llc) and read > llc
         return SampleData(A, indptr, indices, values, self.y, self.offsets, int(self.batch),
                           float(self.reg), self.loss_code, self.rkind, self.sparse, far)
 

@@ -74,6 +74,12 @@ REGULARIZERS = {"l2": 0, "nonconvex": 1}
 #: variables, the width of its dense blocks too: a block's rows are the indices drawn a
 #: block before
 AHEAD = 4
+#: far rows in gradients of fewer than AHEAD rows: a node starts loading those of the node
+#: min(2 AHEAD / rows, LEAD / w) nodes ahead (w the padded row width), about 2 AHEAD rows
+#: in flight and a memory latency's lead: at d = 50, batch 1, a node's step is shorter
+#: than a row's load from memory (0.76x the time against the next node's; at d = 500 the
+#: next node is far enough)
+LEAD = 512
 #: f's evaluation in blocks of _ROWS data rows x X's rows, _CHUNK margins at most (2 MB:
 #: the losses' passes stay in cache)
 _ROWS, _CHUNK = 4096, 1 << 18
@@ -205,9 +211,14 @@ def grad_row(co, node, X, r, G, q):
     # before its sum: the rows are random, and their loads overlap, AHEAD in flight)
     i0, i1 = ahead_index(data, node, lo, m, 0, drawn), ahead_index(data, node, lo, m, 1, drawn)
     i2, i3 = ahead_index(data, node, lo, m, 2, drawn), ahead_index(data, node, lo, m, 3, drawn)
-    nxt = i + 1  # fewer rows than that, or rows beyond the last-level cache (data.far):
-    if (drawn < AHEAD or data.far) and nxt < data.offsets.shape[0] - 1:  # the next node's
-        lo1 = data.offsets[nxt]  # first row(s) too, no wait on them at its start
+    # fewer rows than that, or rows beyond the last-level cache (data.far): a later node's
+    # first row(s) too, no wait on them at its start (the next node's; far rows in a
+    # gradient of fewer than AHEAD, the node's LEAD ahead)
+    nxt = i + 1
+    if data.far and drawn < AHEAD:
+        nxt += max(0, min(2 * AHEAD // drawn, LEAD // w) - 1)
+    if (drawn < AHEAD or data.far) and nxt < data.offsets.shape[0] - 1:
+        lo1 = data.offsets[nxt]
         m1 = data.offsets[nxt + 1] - lo1
         k1 = row_key(node.tkey, nxt)
         if not data.far:

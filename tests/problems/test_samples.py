@@ -294,15 +294,17 @@ def test_gts_one_mixing_pass_gives_the_bits_of_three(name, params, sparse, dtype
         assert np.array_equal(one.state[key], three.state[key])
 
 
-@pytest.mark.parametrize("noise,batch_size", [("minibatch", 3), ("minibatch", 6),
-                                               ("minibatch", 13), ("none", None)])
+@pytest.mark.parametrize("noise,batch_size", [("minibatch", 1), ("minibatch", 3),
+                                               ("minibatch", 6), ("minibatch", 13),
+                                               ("none", None)])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 def test_rows_beyond_the_cache_prefetched_further_ahead_give_the_same_bits(
         sparse, noise, batch_size, tmp_path, monkeypatch):
     """Rows beyond the last-level cache (SampleData.far: a cache of 64 bytes here) start
-    loading the next node's first rows at each gradient, and dense rows 2 AHEAD rows
-    before their sums too: the same numbers to the bit, at batches under AHEAD, between
-    AHEAD and 2 AHEAD, over 2 AHEAD, and every row (noise "none": nodes of 1 to 21 rows)."""
+    loading a later node's first rows at each gradient (at batch 1 the node's 8 ahead, at
+    3 the next-but-one's), and dense rows 2 AHEAD rows before their sums too: the same
+    numbers to the bit, at batches under AHEAD, between AHEAD and 2 AHEAD, over 2 AHEAD,
+    and every row (noise "none": nodes of 1 to 21 rows)."""
     path = _sparse_file(tmp_path, d=5)[0] if sparse else None
     spec = (_spec("logistic", path, batch_size=batch_size) if batch_size else
             _spec("logistic", path))

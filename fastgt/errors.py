@@ -44,6 +44,15 @@ def short(value) -> str:
     return f"<{type(value).__name__}{f' of shape {shape}' if shape is not None else ''}>"
 
 
+def close_names(name: str, names) -> str:
+    """" (did you mean a or b?)" with the one or two of ``names`` closest to a misspelled
+    ``name``, or "" when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(names), n=2)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
 def bad(param: str, value, allowed: str) -> FastGTError:
     """Build the standard error: ``<param>=<value> is invalid: allowed <allowed>``."""
     return FastGTError(f"{param}={short(value)} is invalid: allowed {allowed}")

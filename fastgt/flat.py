@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from .errors import FastGTError, bad
+from .errors import FastGTError, bad, close_names
 from .params import PARAMS
 from .problems import PROBLEMS, ProblemSpec, problem, problem_params
 from .topology import FAMILIES, TOPO_RENAME, MixingMatrix, TimeVarying, family_params, topology
@@ -44,24 +44,25 @@ def not_applicable(key: str, topo_name: str | None, prob_name: str | None) -> Fa
     families = {k for f in FAMILIES for k in topology_params(f)}
     hint = ""
     if key not in families | any_problem_params():
-        import difflib
-
-        close = difflib.get_close_matches(key, [*PARAMS, *families], n=2)
-        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        hint = close_names(key, [*PARAMS, *families])
         if topo_name is None:
             return FastGTError(f"{key} is no parameter of fastgt.run, of a topology family or "
                                f"of a problem{hint}: allowed {', '.join(PARAMS)}")
     if key in any_problem_params() and prob_name is not None:
         allowed = ", ".join(problem_flat_params(prob_name)) or "no parameters"
-        return FastGTError(f"{key} does not apply to problem {prob_name!r}: allowed {allowed}")
+        takers = [p for p in PROBLEMS if key in problem_flat_params(p)]
+        return FastGTError(f"{key} does not apply to problem {prob_name!r}: allowed {allowed} "
+                           f"({key} is a parameter of problem{'s' * (len(takers) > 1)} "
+                           f"{', '.join(takers)})")
     if topo_name is None:
         return FastGTError(f"{key} does not apply to a built topology: pass the family's "
                            f"name and its parameters instead (e.g. topology='ring', n=30)")
     allowed = ", ".join(topology_params(topo_name))
     if prob_name is not None and key not in families:
         taken = ", ".join(problem_flat_params(prob_name)) or "none"
-        return FastGTError(f"{key} is no parameter of topology {topo_name!r} (allowed "
-                           f"{allowed}) nor of problem {prob_name!r} (allowed {taken}){hint}")
+        return FastGTError(f"{key} is no parameter of fastgt.run, of topology {topo_name!r} "
+                           f"(allowed {allowed}) nor of problem {prob_name!r} (allowed "
+                           f"{taken}){hint}")
     return FastGTError(f"{key} does not apply to topology {topo_name!r}: allowed {allowed}")
 
 

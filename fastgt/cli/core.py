@@ -11,6 +11,7 @@ import click
 
 from ..config import DTYPES
 from ..errors import FastGTError, WriteFailed
+from ..flat import PROBLEM_RENAME
 from ..metrics import METRICS, THEORY_METRICS, TRACE_AXES
 from ..outputs import check_dir, check_file, write_file
 from ..paper.table3 import TABLE3_NS
@@ -173,6 +174,15 @@ def _discard_stdout() -> None:
     os.close(devnull)
 
 
+def _problem_shown(config: dict) -> str:
+    """The problem with the scalar parameters given to it (a run's config holds them as
+    problem_<name>), by their flat names: ``logistic(split='dirichlet', batch_size=8)``."""
+    given = [(k.removeprefix("problem_"), v) for k, v in config.items()
+             if k.startswith("problem_") and k != "problem_info"]
+    shown = ", ".join(f"{PROBLEM_RENAME.get(k, k)}={v!r}" for k, v in given)
+    return f"{config['problem']}({shown})" if given else config["problem"]
+
+
 def _print_summary(res, W, err: bool = False) -> None:
     """What ran (algorithm, topology ``W``, problem, noise, stepsize, seed, the relaxations
     and float32 where set, d: a data file's own), then every entry of the run's summary but
@@ -183,7 +193,7 @@ def _print_summary(res, W, err: bool = False) -> None:
     first = res.records[0]  # step 0's record (not res.trace: no pandas for a summary)
     absent = {m for q, m in enumerate(METRICS, start=1) if first[q] != first[q]}
     ran = {"algorithm": config["algorithm"], "topology": W.describe(),
-           "problem": config["problem"], "noise": config["noise"],
+           "problem": _problem_shown(config), "noise": config["noise"],
            "stepsize": config["stepsize"], "seed": config["seed"]}
     ran |= {k: config[k] for k in ("local_steps", "topology_y", "dtype")
             if config.get(k) not in (None, 1, "float64")}

@@ -34,8 +34,9 @@ def read_file(path: str) -> tuple:
     """(features, labels) of a data file: features a float64 array (rows, d) or CSR matrix,
     labels float64 (rows,). One-line FastGTError for a missing or unreadable file."""
     if not os.path.isfile(path):
-        raise FastGTError(f"data={path!r} is not a file: allowed 'synthetic' or the path of a "
-                          "LIBSVM, .npz or .parquet file")
+        where = "" if os.path.isabs(path) else f" (relative paths from {os.getcwd()})"
+        raise FastGTError(f"data={path!r} is not a file{where}: allowed 'synthetic' or the "
+                          "path of a LIBSVM, .npz or .parquet file")
     suffix = os.path.splitext(path)[1].lower()
     if suffix in NOT_LIBSVM:
         raise FastGTError(f"data={path!r}: a {suffix} file is not read: allowed a LIBSVM text "

@@ -107,8 +107,15 @@ _KEEP = 4
 
 
 def problem(name: str | ProblemSpec = "quadratic", **params) -> ProblemSpec:
-    """``quadratic`` (Setup A), ``consensus`` (mu= or zeta=, seed=),
-    ``hetero_quadratic`` (a=, b= or L=, mu=, zeta=, seed=)."""
+    """A problem family with its parameters (docs/definitions.md); ``.build(n, d)`` gives
+    the instance. ``quadratic`` (Setup A), ``consensus`` (mu= or zeta=, seed=),
+    ``hetero_quadratic`` (a=, b= or L=, mu=, zeta=, seed=), and on node-local data
+    ``least_squares``, ``logistic`` and ``nonconvex`` (data= "synthetic" or a LIBSVM, .npz
+    or .parquet file's path, samples=, split= "iid", "dirichlet" or "sorted",
+    split_alpha=, batch_size=, reg=, label_noise=, seed=). ``seed`` is the problem's own
+    (its drawn data, split and shuffle; ``problem_seed`` to fastgt.run, the CLI and
+    grids); ``fastgt.problems.problem_params(name)`` lists a family's parameters and
+    defaults."""
     if isinstance(name, ProblemSpec):
         return name
     allowed = problem_params(name)

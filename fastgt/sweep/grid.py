@@ -33,7 +33,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DegenerateGraphError, FastGTError, bad
+from ..errors import DegenerateGraphError, FastGTError, bad, close_names
 from ..flat import (
     cell_problem,
     cell_topology,
@@ -166,7 +166,8 @@ def make_cell(params: dict) -> Cell:
 
 
 def _unknown(key: str) -> FastGTError:
-    return FastGTError(f"unknown key {key!r}: allowed {', '.join(PARAMS)}")
+    return FastGTError(f"unknown key {key!r}{close_names(key, PARAMS)}: allowed "
+                       f"{', '.join(PARAMS)}")
 
 
 # --------------------------------------------------------------------------- spec files

@@ -74,8 +74,8 @@ class SweepReport:
                        "each of their last records (column growing: they may be diverging; "
                        f"e.g. cell {self.growing[0]})")
         for path, count in self.stale.items():
-            out.append(f"  {count} of the skipped cells ran on {path} before it changed: "
-                       "--force computes them again")
+            out.append(f"  {count} of the skipped cells ran on {path} before its size or "
+                       "modification time changed: --force computes them again")
         return out
 
     def failures(self, most: int = 10) -> list[str]:

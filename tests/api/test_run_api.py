@@ -135,13 +135,15 @@ def test_flat_form_is_the_same_run():
     ({"topology": "ring", "n": 8, "alpha": 0.5},
      "alpha does not apply to topology 'ring': allowed n, self_weight, lazy"),
     ({"topology": "ring", "n": 8, "zeta": 1.0},
-     "zeta does not apply to problem 'quadratic': allowed no parameters"),
+     ("zeta does not apply to problem 'quadratic': allowed no parameters (zeta is a "
+      "parameter of problems consensus, hetero_quadratic)")),
     ({"topology": W8, "n": 8}, "n does not apply to a built topology"),
     ({"topology": W8, "stepsze": 0.1}, ("stepsze is no parameter of fastgt.run, of a topology "
                                         "family or of a problem (did you mean stepsize or "
                                         "steps?): allowed algorithm, topology")),
     ({"topology": "ring", "n": 8, "problem": "logistic", "batchsize": 4},
-     ("batchsize is no parameter of topology 'ring' (allowed n, self_weight, lazy) nor of "
+     ("batchsize is no parameter of fastgt.run, of topology 'ring' (allowed n, self_weight, "
+      "lazy) nor of "
       "problem 'logistic' (allowed data, samples, split, split_alpha, batch_size, reg, "
       "label_noise, problem_seed) (did you mean batch_size?)")),
     ({"n": 8}, "topology is required: allowed a family name with its parameters"),

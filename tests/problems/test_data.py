@@ -181,7 +181,7 @@ def test_a_batch_size_without_minibatch_noise_is_refused(noise):
                       steps=2).config["problem_batch_size"] == 3
 
 
-def test_the_cli_takes_the_problem_and_refuses_bad_data(tmp_path):
+def test_the_cli_takes_the_problem_and_refuses_bad_data(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
     from fastgt.cli import main
@@ -192,10 +192,16 @@ def test_the_cli_takes_the_problem_and_refuses_bad_data(tmp_path):
                                    "--steps", "50", "--stepsize", "0.5"])
     assert ok.exit_code == 0, ok.output
     assert "accuracy" in ok.output
+    assert "problem  logistic(split='dirichlet', split_alpha=0.5, batch_size=4)" in ok.output
     bad = CliRunner().invoke(main, ["run", "--topology", "ring", "--n", "8", "--problem",
                                     "logistic", "--data", str(tmp_path / "missing.svm")])
     assert bad.exit_code == 2 and "data=" in bad.output and "Traceback" not in bad.output
     assert len(bad.output.strip().splitlines()) == 1
+    assert "relative paths" not in bad.output  # an absolute path
+    monkeypatch.chdir(tmp_path)  # a relative one: from where it was looked for
+    rel = CliRunner().invoke(main, ["run", "--topology", "ring", "--n", "8", "--problem",
+                                    "logistic", "--data", "missing.svm"])
+    assert rel.exit_code == 2 and f"(relative paths from {tmp_path})" in rel.output
     path = tmp_path / "six.npz"
     np.savez(path, X=np.eye(6), y=np.arange(6) % 2)
     base = ["run", "--topology", "ring", "--n", "3", "--problem", "logistic", "--data",

@@ -183,7 +183,7 @@ ERRORS = [
     ('[run]\ntopology = "ring"\nn = 8\nalpha = 0.5\n', [],
      ["line 4", "alpha does not apply to topology 'ring'", "allowed n, self_weight, lazy"]),
     ('[run]\ntopology = "ring"\nn = 8\n\n[[grid]]\nalhpa = [0.1]\n', [],
-     ["line 6", "unknown key 'alhpa'", "alpha"]),
+     ["line 6", "unknown key 'alhpa' (did you mean alpha?)", "alpha"]),
     ('[run]\ntopology = "ring"\nn = 8\n\n[[grid]]\nseed = []\n', [],
      ["line 6", "empty grid"]),
     ('[run]\ntopology = "ring"\nn = "many"\n', [], ["line 3", "n='many'", "an integer"]),
@@ -381,16 +381,17 @@ def test_a_rerun_says_which_data_files_changed_since_their_cells_ran(tmp_path):
     args = [str(spec), "--out", str(tmp_path / "o"), "--quiet"]
     assert CliRunner().invoke(grid_cmd, args).exit_code == 0
     again = CliRunner().invoke(grid_cmd, args)
-    assert again.exit_code == 0 and "before it changed" not in again.output
+    assert again.exit_code == 0 and "skipped cells ran on" not in again.output
     np.savez(path, X=np.arange(30.0).reshape(10, 3) % 5, y=np.arange(10) % 2)
     st = os.stat(path)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # a coarse clock: later
     again = CliRunner().invoke(grid_cmd, args)
-    assert again.exit_code == 0 and f"  2 of the skipped cells ran on {path} before it " \
-        "changed: --force computes them again" in again.output.splitlines(), again.output
+    assert again.exit_code == 0 and f"  2 of the skipped cells ran on {path} before its " \
+        "size or modification time changed: --force computes them again" in \
+        again.output.splitlines(), again.output
     forced = CliRunner().invoke(grid_cmd, [*args, "--force"])
-    assert forced.exit_code == 0 and "before it changed" not in forced.output
-    assert "before it changed" not in CliRunner().invoke(grid_cmd, args).output
+    assert forced.exit_code == 0 and "skipped cells ran on" not in forced.output
+    assert "skipped cells ran on" not in CliRunner().invoke(grid_cmd, args).output
 
 
 def test_parameters_a_cell_ignores_are_null_in_its_columns(tmp_path):

@@ -61,7 +61,7 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
            else pd.Series(dtype=int))
     cells = cells[cells["status"] == "ok"] if "status" in cells else cells
     by = [x] + ([hue] if hue else [])
-    others = _averaged(cells, by)
+    others = averaged(cells, by)
     agg = aggregate(cells, values=[y], by=by, level=level)
     if agg.empty or not agg[f"{y}_mean"].notna().any():
         raise FastGTError(f"no cell with status ok has a value of {y!r}")
@@ -106,7 +106,7 @@ def summary(cells: pd.DataFrame, x: str, y: str = "loss_nodes", hue: str | None 
     return fig
 
 
-def _averaged(cells: pd.DataFrame, by: list) -> list:
+def averaged(cells: pd.DataFrame, by: list) -> list:
     """The parameters a point averages over: those that vary among its own cells. Set in
     some and null in others counts, unless what owns the parameter varies there too and
     says why (a topology family's parameters, a problem's, sigma2 beside the noise)."""

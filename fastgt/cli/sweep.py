@@ -218,6 +218,10 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
     else:
         cells = _read(store, "cells", where)
         fig = plots.summary(cells, x=x, y=y, hue=hue, logx=logx, logy=logy, sweep=shown)
+        mixed = plots.averaged(cells[cells["status"] == "ok"], [x] + ([hue] if hue else []))
+        if mixed:  # the title says so too; easy to miss (e.g. GT and D-SGD in one point)
+            click.echo(f"each point averages cells of different {', '.join(mixed)} (--hue "
+                       "or --where tells them apart)")
         bad = int(((cells["status"] != "ok") & cells[x].notna()).sum())
         if bad:  # the summary draws ok cells only (and says so of cells without x)
             click.echo(f"{bad} {'cell' if bad == 1 else 'cells'} diverged or failed, left "

@@ -153,6 +153,18 @@ def test_plot_command_writes_figures(results, tmp_path, args, suffix, magic):
     assert out.read_bytes().startswith(magic) and out.stat().st_size > 1000
 
 
+def test_plot_says_on_the_terminal_when_points_average_other_parameters(results, tmp_path):
+    """Without --hue, a point of n averages GT's and D-SGD's cells: said in the title and
+    on the terminal; with --hue algorithm (or --where algorithm=gt) nothing is said."""
+    out = str(tmp_path / "fig.png")
+    note = "each point averages cells of different algorithm (--hue or --where tells them apart)"
+    mixed = CliRunner().invoke(plot_cmd, [str(results), "--x", "n", "-o", out])
+    assert mixed.exit_code == 0 and note in mixed.output.splitlines(), mixed.output
+    for split in (["--hue", "algorithm"], ["--where", "algorithm=gt"]):
+        res = CliRunner().invoke(plot_cmd, [str(results), "--x", "n", *split, "-o", out])
+        assert res.exit_code == 0 and "averages" not in res.output, res.output
+
+
 def test_plot_data_are_the_seed_means(results):
     from fastgt.analysis.plots import summary
 

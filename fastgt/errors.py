@@ -45,8 +45,8 @@ def short(value) -> str:
 
 
 def close_names(name: str, names) -> str:
-    """" (did you mean a or b?)" with the one or two of ``names`` closest to a misspelled
-    ``name``, or "" when none is close."""
+    """The hint ' (did you mean a or b?)' with the one or two of ``names`` closest to a
+    misspelled ``name``, or '' when none is close."""
     import difflib
 
     close = difflib.get_close_matches(name, list(names), n=2)

@@ -218,7 +218,8 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
     else:
         cells = _read(store, "cells", where)
         fig = plots.summary(cells, x=x, y=y, hue=hue, logx=logx, logy=logy, sweep=shown)
-        mixed = plots.averaged(cells[cells["status"] == "ok"], [x] + ([hue] if hue else []))
+        drawn = cells[(cells["status"] == "ok") & cells[x].notna()]  # as summary() draws
+        mixed = plots.averaged(drawn, [x] + ([hue] if hue else []))
         if mixed:  # the title says so too; easy to miss (e.g. GT and D-SGD in one point)
             click.echo(f"each point averages cells of different {', '.join(mixed)} (--hue "
                        "or --where tells them apart)")

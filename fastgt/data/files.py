@@ -34,7 +34,7 @@ def read_file(path: str) -> tuple:
     """(features, labels) of a data file: features a float64 array (rows, d) or CSR matrix,
     labels float64 (rows,). One-line FastGTError for a missing or unreadable file."""
     if not os.path.isfile(path):
-        where = "" if os.path.isabs(path) else f" (relative paths from {os.getcwd()})"
+        where = "" if os.path.isabs(path) else f" (relative to {os.getcwd()})"
         raise FastGTError(f"data={path!r} is not a file{where}: allowed 'synthetic' or the "
                           "path of a LIBSVM, .npz or .parquet file")
     suffix = os.path.splitext(path)[1].lower()

@@ -43,7 +43,7 @@ CellOracle = namedtuple("CellOracle", "kind N rp dv d data", module=__name__)
 #: its noise (row rn of the CellOracle's N, weights v, u: noise_at) and its RNG key at this
 #: step (rng.row_key of the step's noise key: the normals of gaussian noise are drawn from
 #: it; a problem drawing more, e.g. a minibatch, uses rng.uniform_index) and the step's key
-#: tkey (node j's key is rng.row_key(tkey, j): a problem may start loading the next node's
+#: tkey (node j's key is rng.row_key(tkey, j): a problem may start loading a later node's
 #: rows while this one's are summed)
 Node = namedtuple("Node", "i b rn v u key tkey", module=__name__)
 

@@ -75,10 +75,10 @@ REGULARIZERS = {"l2": 0, "nonconvex": 1}
 #: block before
 AHEAD = 4
 #: far rows in gradients of fewer than AHEAD rows: a node starts loading those of the node
-#: min(2 AHEAD / rows, LEAD / w) nodes ahead (w the padded row width), about 2 AHEAD rows
-#: in flight and a memory latency's lead: at d = 50, batch 1, a node's step is shorter
-#: than a row's load from memory (0.76x the time against the next node's; at d = 500 the
-#: next node is far enough)
+#: max(1, min(2 AHEAD // rows, LEAD // w)) nodes ahead (w the padded row width), about
+#: 2 AHEAD rows in flight and a memory latency's lead: at d = 50, batch 1, a node's step
+#: is shorter than a row's load from memory (0.76x the time against the next node's; at
+#: d = 500 the next node is far enough)
 LEAD = 512
 #: f's evaluation in blocks of _ROWS data rows x X's rows, _CHUNK margins at most (2 MB:
 #: the losses' passes stay in cache)
@@ -88,7 +88,8 @@ _ROWS, _CHUNK = 4096, 1 << 18
 #: values), targets y, node i's rows offsets[i]:offsets[i + 1], batch (0: all rows), the
 #: regularizer's weight, the loss and regularizer codes, whether the rows are sparse, and
 #: whether they are beyond the last-level cache (``far``: a gradient then starts loading
-#: the next node's first rows, each a memory latency away, and asks for its dense rows a
+#: a later node's first rows, each a memory latency away (the next node's, or for a
+#: gradient of fewer than AHEAD rows the one LEAD sets), and asks for its dense rows a
 #: second time, 2 AHEAD rows before their sums)
 SampleData = namedtuple("SampleData", "A indptr indices values y offsets batch reg loss rkind "
                         "sparse far", module=__name__)
@@ -212,11 +213,10 @@ def grad_row(co, node, X, r, G, q):
     i0, i1 = ahead_index(data, node, lo, m, 0, drawn), ahead_index(data, node, lo, m, 1, drawn)
     i2, i3 = ahead_index(data, node, lo, m, 2, drawn), ahead_index(data, node, lo, m, 3, drawn)
     # fewer rows than that, or rows beyond the last-level cache (data.far): a later node's
-    # first row(s) too, no wait on them at its start (the next node's; far rows in a
-    # gradient of fewer than AHEAD, the node's LEAD ahead)
-    nxt = i + 1
-    if data.far and drawn < AHEAD:
-        nxt += max(0, min(2 * AHEAD // drawn, LEAD // w) - 1)
+    # first row(s) too, no wait on them at its start (the next node's; for far rows in a
+    # gradient of fewer than AHEAD, the one LEAD sets)
+    nxt = i + (max(1, min(2 * AHEAD // drawn, LEAD // w)) if data.far and drawn < AHEAD
+               else 1)
     if (drawn < AHEAD or data.far) and nxt < data.offsets.shape[0] - 1:
         lo1 = data.offsets[nxt]
         m1 = data.offsets[nxt + 1] - lo1

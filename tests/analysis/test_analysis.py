@@ -165,6 +165,24 @@ def test_plot_says_on_the_terminal_when_points_average_other_parameters(results,
         assert res.exit_code == 0 and "averages" not in res.output, res.output
 
 
+def test_plot_note_counts_only_the_cells_drawn(tmp_path):
+    """Cells without --x are not drawn: what varies among them only (here the algorithm
+    of the ring's cells, which have no alpha) is no average of a point."""
+    store = Store(tmp_path / "res")
+    steps = np.arange(0, 101, 50)
+    cells = [({"topology": "interp_ring", "alpha": 0.5, "algorithm": "gt"}, 1.0),
+             ({"topology": "ring", "algorithm": "gt"}, 2.0),
+             ({"topology": "ring", "algorithm": "dsgd"}, 3.0)]
+    for params, level in cells:
+        cell = make_cell({"n": 8, **params})
+        trace = pd.DataFrame({"step": steps, **{m: level + 0 * steps for m in METRICS}})
+        store.write([(cell.id, cell.params, {"status": "ok", **{m: level for m in METRICS}},
+                      trace, {})])
+    res = CliRunner().invoke(plot_cmd, [str(tmp_path / "res"), "--x", "alpha", "-o",
+                                        str(tmp_path / "fig.png")])
+    assert res.exit_code == 0 and "averages" not in res.output, res.output
+
+
 def test_plot_data_are_the_seed_means(results):
     from fastgt.analysis.plots import summary
 

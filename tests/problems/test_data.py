@@ -197,11 +197,11 @@ def test_the_cli_takes_the_problem_and_refuses_bad_data(tmp_path, monkeypatch):
                                     "logistic", "--data", str(tmp_path / "missing.svm")])
     assert bad.exit_code == 2 and "data=" in bad.output and "Traceback" not in bad.output
     assert len(bad.output.strip().splitlines()) == 1
-    assert "relative paths" not in bad.output  # an absolute path
+    assert "relative to" not in bad.output  # an absolute path
     monkeypatch.chdir(tmp_path)  # a relative one: from where it was looked for
     rel = CliRunner().invoke(main, ["run", "--topology", "ring", "--n", "8", "--problem",
                                     "logistic", "--data", "missing.svm"])
-    assert rel.exit_code == 2 and f"(relative paths from {tmp_path})" in rel.output
+    assert rel.exit_code == 2 and f"is not a file (relative to {tmp_path})" in rel.output
     path = tmp_path / "six.npz"
     np.savez(path, X=np.eye(6), y=np.arange(6) % 2)
     base = ["run", "--topology", "ring", "--n", "3", "--problem", "logistic", "--data",

@@ -14,11 +14,8 @@ import json
 
 from .errors import FastGTError, bad, close_names
 from .params import PARAMS
-from .problems import PROBLEMS, ProblemSpec, problem, problem_params
+from .problems import PROBLEM_RENAME, PROBLEMS, ProblemSpec, problem, problem_params
 from .topology import FAMILIES, TOPO_RENAME, MixingMatrix, TimeVarying, family_params, topology
-
-#: Python name -> flat name, for problems (topology families: topology.TOPO_RENAME)
-PROBLEM_RENAME = {"seed": "problem_seed"}
 
 
 def topology_params(name: str) -> dict:

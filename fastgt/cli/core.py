@@ -11,10 +11,10 @@ import click
 
 from ..config import DTYPES
 from ..errors import FastGTError, WriteFailed
-from ..flat import PROBLEM_RENAME
 from ..metrics import METRICS, THEORY_METRICS, TRACE_AXES
 from ..outputs import check_dir, check_file, write_file
 from ..paper.table3 import TABLE3_NS
+from ..problems import PROBLEM_RENAME
 from ..topology.mixing import flat_names
 from ..topology.spectrum import METHODS
 from .common import (

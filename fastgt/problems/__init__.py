@@ -42,10 +42,14 @@ def _discover() -> dict:
 
 
 PROBLEMS = _discover()
+#: a problem's parameter name -> its flat name (fastgt.run, grid files, the CLI): the
+#: problem's own seed is problem_seed (topology.TOPO_RENAME for the families)
+PROBLEM_RENAME = {"seed": "problem_seed"}
 
 __all__ = [
     "NOISES",
     "PROBLEMS",
+    "PROBLEM_RENAME",
     "SAMPLED",
     "DiagonalQuadratic",
     "Noise",
@@ -124,6 +128,10 @@ def problem(name: str | ProblemSpec = "quadratic", **params) -> ProblemSpec:
             raise FastGTError(f"{k} is the run's, not a parameter of problem {name!r}: give it "
                               f"to fastgt.run or the grid ({k}={v!r}); allowed here "
                               f"{', '.join(allowed) or 'no parameters'}")
+        python = {flat: py for py, flat in PROBLEM_RENAME.items()}.get(k)
+        if python in allowed:  # the flat name (problem_seed) where the problem's is asked
+            raise FastGTError(f"{k} is fastgt.run's, the grids' and the CLI's name for the "
+                              f"problem's {python}: here {python}={v!r}")
         if k not in allowed:
             raise bad(k, v, f"parameters of problem {name!r}: {', '.join(allowed) or 'none'}")
     # a file's path as text (data=Path(...)): checked, stamped and recorded as the CLI's

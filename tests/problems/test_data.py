@@ -114,6 +114,8 @@ def test_heterogeneity_zeta2_grows_with_skew():
     ({"label_noise": 0.7}, "label_noise="),
     ({"d": 20}, ("d is the run's, not a parameter of problem 'logistic': give it to "
                  "fastgt.run or the grid")),
+    ({"problem_seed": 3}, ("^problem_seed is fastgt.run's, the grids' and the CLI's name for "
+                           r"the problem's seed: here seed=3$")),
 ])
 def test_bad_problem_parameters_name_themselves(kw, words):
     with pytest.raises(FastGTError, match=words):

@@ -130,18 +130,25 @@ CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
-@cache
-def llc_bytes() -> int | None:
-    """The size of this CPU's last-level cache (the highest level of cpu0's caches in
-    sysfs), None where the system does not say."""
-    best = (0, None)
-    for index in CACHES.glob("index*"):
+def cache_sizes() -> dict[int, int]:
+    """Bytes of cpu0's caches by level (sysfs; where a level has two, as the L1's data and
+    instruction caches, either one), {} where the system does not say."""
+    sizes = {}
+    for index in sorted(CACHES.glob("index*")):
         try:
             level = int((index / "level").read_text())
             text = (index / "size").read_text().strip()
         except (OSError, ValueError):
             continue
         num, unit = (text[:-1], UNITS[text[-1]]) if text[-1:] in UNITS else (text, 1)
-        if num.isdigit() and level >= best[0]:
-            best = (level, int(num) * unit)
-    return best[1]
+        if num.isdigit():
+            sizes[level] = int(num) * unit
+    return sizes
+
+
+@cache
+def llc_bytes() -> int | None:
+    """The size of this CPU's last-level cache (the highest level of cpu0's caches in
+    sysfs), None where the system does not say."""
+    sizes = cache_sizes()
+    return sizes[max(sizes)] if sizes else None

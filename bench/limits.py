@@ -32,7 +32,7 @@ from numba import njit, prange
 from fastgt.kernels.rng import fill_padded, row_key, step_key, stream_key
 
 try:  # older revisions for the benches' --against REF: llc_bytes in kernels/temporal.py
-    from fastgt.memory import llc_bytes  # before 82eb5c7, no cache_sizes before c594033
+    from fastgt.memory import llc_bytes  # before 82eb5c7; cache_sizes since 2026-11-28
 except ImportError:
     from fastgt.kernels.temporal import llc_bytes
 try:

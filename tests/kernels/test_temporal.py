@@ -174,6 +174,7 @@ def test_grids_go_in_passes_beyond_the_last_level_cache(tmp_path, monkeypatch):
     try:
         assert caches((1, "48K"), (1, "32K"), (2, "1024K"), (3, "32768K")) == (32 << 20,
                                                                             16 << 20)
+        assert memory.cache_sizes() == {1: 32 << 10, 2: 1 << 20, 3: 32 << 20}  # by level
         assert caches((3, "4M"), (2, "2048K")) == (4 << 20, 8 << 20)  # BAND_BYTES at least
         assert caches((2, "2M"), (3, "1G")) == (1 << 30, 128 << 20)  # WIDE_BYTES at most
         assert caches((1, "48K"), (3, "garbled")) == (48 << 10, 8 << 20)

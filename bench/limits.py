@@ -65,12 +65,6 @@ def _normals(out, rows, parts, seed):
             fill_padded(row_key(tkey, i), out, p * own + i % own, 1.0, out.shape[1])
 
 
-@njit(parallel=True, cache=True, fastmath={"contract"})
-def _triad(a, b, c, s):
-    for i in prange(a.shape[0]):
-        a[i] = b[i] + s * c[i]
-
-
 @njit(cache=True, fastmath={"contract"})
 def _triad_slice(a, b, c, s, reps):
     for _ in range(reps):
@@ -79,10 +73,11 @@ def _triad_slice(a, b, c, s, reps):
 
 
 @njit(parallel=True, cache=True)
-def _triad_again(a, b, c, s, reps, parts):
-    """_triad ``reps`` times over, each of ``parts`` threads on its own slice (in its own
-    cache, when the slices fit there; a plain loop per slice, which LLVM vectorizes, where
-    the parallel loop's body it did not: 19 against 100 GB/s in the L2)."""
+def _triad(a, b, c, s, reps, parts):
+    """a = b + s c, ``reps`` times over, each of ``parts`` threads on its own slice (in its
+    own cache, when the slices fit there) in a plain loop, which LLVM vectorizes (a loop
+    nested in the parallel one, its bounds computed there, it did not: 19 GB/s in the L2
+    against 100)."""
     per = -(-a.shape[0] // parts)
     for p in prange(parts):
         lo, hi = p * per, min(a.shape[0], (p + 1) * per)
@@ -103,14 +98,14 @@ def measure(threads: int) -> dict:
         t_fast = _median_time(lambda: _normals(z, rows, threads, 1)) / (rows * z.shape[1]) * 1e9
         m = 2 * 10**7  # 160 MB per array: far beyond any cache
         a, b, c = np.empty(m), np.ones(m), np.ones(m)
-        t_triad = _median_time(lambda: _triad(a, b, c, 0.5), repeats=5)
+        t_triad = _median_time(lambda: _triad(a, b, c, 0.5, 1, threads), repeats=5)
         cached = {}
         for key, k in (("l2_triad_GBps", L2_BYTES * threads // 9 // 8),  # three arrays, a
                        ("cache_triad_GBps", LLC_BYTES // 9 // 8)):  # third of the cache
             a, b, c = np.empty(k), np.ones(k), np.ones(k)
             reps = max(1, (64 << 20) // (24 * k))  # a few ms a timing
-            _triad_again(a, b, c, 0.5, 1, threads)  # into the cache
-            t = _median_time(lambda: _triad_again(a, b, c, 0.5, reps, threads),  # noqa: B023
+            _triad(a, b, c, 0.5, 1, threads)  # into the cache
+            t = _median_time(lambda: _triad(a, b, c, 0.5, reps, threads),  # noqa: B023
                              repeats=9)
             cached[key] = 3 * 8 * k * reps / t / 1e9
     finally:

@@ -224,6 +224,7 @@ def test_summary_names_unordered_values_and_leaves_out_cells_without_x(results):
     part = summary(cells.assign(split_alpha=alpha), x="split_alpha", hue="algorithm").axes[0]
     assert part.get_title().endswith(f"; {(cells['n'] == 8).sum()} cells without split_alpha "
                                      "left out")
+    assert len(part.containers) == cells["algorithm"].nunique() > 0
     for c in part.containers:
         np.testing.assert_allclose(np.asarray(c.lines[0].get_data()[0], float), [0.5, 5.0])
     with pytest.raises(fastgt.FastGTError, match="x='split_alpha' has no value in these cells"):
@@ -411,6 +412,7 @@ def test_plot_where_takes_a_list_and_repeats_intersect(results, tmp_path, monkey
         args = [str(results), "--x", "n", "--hue", "algorithm", "-o", str(tmp_path / "f.png")]
         res = CliRunner().invoke(plot_cmd, args + [a for w in where for a in ("--where", w)])
         assert res.exit_code == 0, res.output
+        assert drawn[-1].axes[0].containers
         for container in drawn[-1].axes[0].containers:
             np.testing.assert_allclose(np.asarray(container.lines[0].get_xdata(), float), sizes)
         title = " ".join(drawn[-1].axes[0].get_title().split())  # wrapped where long

@@ -49,7 +49,9 @@ def test_bad_input_names_the_parameter(param, overrides):
     with pytest.raises(FastGTError) as err:
         fastgt.run(**{**GOOD, **overrides})
     msg = str(err.value)
-    assert param in msg and "\n" not in msg
+    # the message starts with the parameter's name (a bare `param in msg` would find "d"
+    # in any message, "steps" in "stepsize")
+    assert re.match(rf"{param}\b", msg) and "\n" not in msg, msg
 
 
 def test_unknown_problem_parameter():
@@ -200,10 +202,26 @@ def test_algorithm_specs_say_their_update_and_costs():
         mixes = counting.count or (1 if spec.mixing is not None else 0)
         assert (spec.costs.mixes, spec.costs.grad_evals) == (mixes, len(set(calls))), name
         # a round per pass over the rows (GT's X and Y go out together; ATC-GT's Y waits
-        # for every new gradient)
-        assert spec.costs.comm_rounds == spec.phases, name
+        # for every new gradient); the centralized average counts as one round
+        assert (spec.costs.mixes, spec.costs.comm_rounds) == COSTS[name], name
     with pytest.raises(FastGTError, match="algorithm='extra2' is invalid: allowed one of 'gt'"):
         fastgt.algorithm("extra2")
+
+
+#: mixes and communication rounds a step, as the algorithms' equations count them
+COSTS = {"gt": (2, 1), "gt_atc": (2, 2), "dsgd": (1, 1), "d2": (1, 1), "extra": (1, 1),
+         "centralized": (1, 1)}
+
+
+@pytest.mark.parametrize("algorithm", sorted(COSTS))
+def test_traces_count_rounds_and_gradients(algorithm):
+    """comm_rounds and grad_evals in a trace, per node: COSTS' rounds a step, and one
+    gradient a step after the initial one."""
+    trace = fastgt.run(algorithm=algorithm, topology="ring", n=6, d=2, steps=6,
+                       record_every=2).trace
+    assert list(trace["step"]) == [0, 2, 4, 6]
+    assert list(trace["comm_rounds"]) == [COSTS[algorithm][1] * t for t in trace["step"]]
+    assert list(trace["grad_evals"]) == [t + 1 for t in trace["step"]]
 
 
 def test_d2_refuses_a_topology_below_its_stability_condition():
@@ -212,13 +230,14 @@ def test_d2_refuses_a_topology_below_its_stability_condition():
     runs the unstable one (whose divergence is then recorded). The even ring with self
     weight 1/3 sits exactly on -1/3 and is allowed."""
     torus = fastgt.topology("torus", rows=4, cols=5)
-    kw = {"algorithm": "d2", "d": 3, "steps": 5, "record_every": 5}
+    kw = {"algorithm": "d2", "d": 3, "steps": 200, "record_every": 20}
     with pytest.raises(FastGTError, match=r"d2 needs lambda_n\(W\) > -1/3: this topology has "
                                           r"lambda_n = -0\.523607; allowed: lazy=True"):
         fastgt.run(topology=torus, **kw)
-    fastgt.run(topology=fastgt.topology("torus", rows=4, cols=5, lazy=True), **kw)
-    fastgt.run(topology=torus, allow_unstable=True, **kw)
-    fastgt.run(topology=fastgt.topology("ring", n=12), **kw)
+    lazy = fastgt.topology("torus", rows=4, cols=5, lazy=True)
+    assert fastgt.run(topology=lazy, **kw).summary["status"] == "ok"
+    assert fastgt.run(topology=torus, allow_unstable=True, **kw).summary["status"] == "diverged"
+    assert fastgt.run(topology=fastgt.topology("ring", n=12), **kw).summary["status"] == "ok"
     with pytest.raises(FastGTError, match="allow_unstable='yes' is invalid: allowed true or false"):
         fastgt.run(topology=torus, allow_unstable="yes", **kw)
 

@@ -38,15 +38,16 @@ def test_optimum_value_and_constants(name, params):
     elif name == "consensus":
         assert inst.L == inst.mu == 1.0
         assert inst.fstar == pytest.approx(0.5 * np.mean(np.sum((inst.B - xs) ** 2, axis=1)))
-    else:
-        assert 0.5 <= inst.mu <= inst.L <= 3.0
+    else:  # the extreme curvatures drawn, in the asked range
+        assert (inst.mu, inst.L) == (inst.A.min(), inst.A.max())
+        assert 0.5 <= inst.mu < inst.L <= 3.0
 
 
 def test_bad_problem_input_is_one_line():
-    with pytest.raises(fastgt.FastGTError, match="seed"):
-        fastgt.problem("consensus", seed=-1).build(4, 2)
-    with pytest.raises(fastgt.FastGTError, match="mu"):
-        fastgt.problem("consensus", mu="abc").build(4, 2)
+    for params, says in (({"seed": -1}, "^seed="), ({"mu": "abc"}, "^mu=")):
+        with pytest.raises(fastgt.FastGTError, match=says) as err:
+            fastgt.problem("consensus", **params).build(4, 2)
+        assert "\n" not in str(err.value)
     with pytest.raises(fastgt.FastGTError, match="W must be"):
         fastgt.topology("from_matrix", W=[["a", "b"]])
     with pytest.raises(fastgt.FastGTError, match="matrix file 'abc' has an unknown format"):

@@ -674,6 +674,8 @@ def test_a_closed_pool_closes_again():
     backend = LocalBackend(1, 1)
     backend.close()
     backend.close(terminate=True)  # as after a failed restart: no AttributeError
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        backend.pool.submit(print)
 
 
 def test_dask_tells_a_lost_task_from_a_failing_one():

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastgt.kernels.oracles import NONE
+from fastgt.kernels.oracles import GAUSSIAN, NONE
 from fastgt.problems import NOISES, make_noise
-from fastgt.problems.noise import noise_matrix
 
 
 def given_sigma2(noise: str, sigma2: float):
@@ -118,9 +117,10 @@ def simulate(algorithm, Wd, oracle, gamma, x0, steps, local_steps=1, Wy=None):
     return states
 
 
-# ------------------------------------------------------------------ time-varying topologies
-# written from the docstrings of fastgt/kernels/matching.py and fastgt/kernels/rng.py
-# (SplitMix64, uniform_index), in Python integers (mod 2^64), without fastgt's code
+# ------------------------------------------------ the generator's keys and draws, matchings
+# written from the docstrings of fastgt/kernels/rng.py (SplitMix64, the keys, the pair
+# layout, uniform_index) and fastgt/kernels/matching.py, in Python integers (mod 2^64) and
+# numpy's log, sin and cos, without fastgt's code
 _U64 = (1 << 64) - 1
 _GOLDEN, _M1, _M2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 
@@ -132,14 +132,57 @@ def splitmix64(z):
     return z ^ (z >> 31)
 
 
+def step_key(seed, stream, t):
+    """The key of step t of a stream of the seed (kernels/rng.py: stream_key, step_key)."""
+    skey = splitmix64((splitmix64((seed + _GOLDEN) & _U64) ^ (stream * _M1)) & _U64)
+    return splitmix64((skey + (t + 1) * _GOLDEN) & _U64)
+
+
+def row_key(tkey, node):
+    """Node's row key at a step with key tkey; node -1: the step's shared draw."""
+    return splitmix64(tkey ^ (((node + 1) * _M2) & _U64))
+
+
+def pair_hashes(rkey: int, pairs: int) -> np.ndarray:
+    """The row's pair hashes: SplitMix64 outputs of rkey + (m + 1) golden, m < pairs."""
+    return np.array([splitmix64((rkey + (m + 1) * _GOLDEN) & _U64) for m in range(pairs)],
+                    dtype=np.uint64)
+
+
+def box_muller(h: np.ndarray):
+    """(z0, z1, r) of the pairs with hashes h by the documented bit layout (40-bit radius
+    uniform, 2-bit quadrant, 22-bit centred phase), in numpy's float64 log, sin and cos."""
+    u1 = 1.0 - (h >> np.uint64(24)).astype(np.float64) * 2.0**-40  # (0, 1]
+    q = ((h >> np.uint64(22)) & np.uint64(3)).astype(np.float64)
+    phi = ((h & np.uint64(2**22 - 1)).astype(np.float64) + 0.5) * 2.0**-22 - 0.5
+    angle = (q + phi) * np.pi / 2
+    r = np.sqrt(-2.0 * np.log(u1))
+    return r * np.cos(angle), r * np.sin(angle), r
+
+
+def grouped(z0, z1, width):
+    """A row's coordinates from its pairs' values: per group, 8 z0 then 8 z1."""
+    return np.stack([z0, z1]).reshape(2, -1, 8).transpose(1, 0, 2).reshape(-1)[:width]
+
+
+def noise_rows(seed, stream, t, nodes, d):
+    """The rows of standard normals of ``nodes`` at step t of a stream of the seed, d
+    coordinates each."""
+    tkey = step_key(seed, stream, t)
+    rows = []
+    for i in nodes:
+        z0, z1, _ = box_muller(pair_hashes(row_key(tkey, i), 8 * -(-d // 16)))
+        rows.append(grouped(z0, z1, d))
+    return np.array(rows)
+
+
 def matching_partners(seed, t, n):
     """Every node's partner in the random matching of step t (the iterate it makes, t >= 1)
     of the run with this seed: an inside-out Fisher-Yates shuffle pi of [0, n) (for i = 0..n-1:
     j uniform in [0, i], pi[i] = pi[j], pi[j] = i) whose j is draw i of the step's key in the
     run seed's matching stream (stream 2); the nodes at positions 2m and 2m + 1 of pi are
     partners."""
-    skey = splitmix64((splitmix64((seed + _GOLDEN) & _U64) ^ (2 * _M1)) & _U64)
-    key = splitmix64((skey + (t + 1) * _GOLDEN) & _U64)
+    key = step_key(seed, 2, t)
     pi = [0] * n
     for i in range(n):
         u = (splitmix64((key - (i + 1) * _GOLDEN) & _U64) >> 12) / 2.0**52
@@ -230,9 +273,22 @@ def metrics(inst, X, Y=None):
 
 
 def fastgt_noise(name, sigma2, d, W, seed):
-    """noise(t): the exact (n, d) noise matrix fastgt draws at step t (zero problem oracle)."""
+    """noise(t): the (n, d) noise matrix fastgt draws at step t, from the documented keys
+    and transform (noise_rows), within 1e-12 of fastgt's own (test_rng checks it). Setup A:
+    node i's row of N(0, sigma2/d) normals; Setup B: the step's shared row xi of them times
+    v_i on the first ceil(d/2) coordinates and u_i on the others, (v, u) the extreme
+    eigenvectors fastgt's spectrum gives, scaled to norm sqrt(n) (their eigen-equations:
+    test_kernels)."""
     nz = make_noise(name, sigma2, d, W)
-    return lambda t: noise_matrix(nz, seed, t, W.n, d)
+    n = W.n
+    if nz.kind == NONE:
+        return lambda t: np.zeros((n, d))
+    if nz.kind == GAUSSIAN:
+        return lambda t: nz.scale * noise_rows(seed, 0, t, range(n), d)
+    v, u = nz.uv
+    weights = np.concatenate([np.tile(v[:, None], nz.dv), np.tile(u[:, None], d - nz.dv)],
+                             axis=1)
+    return lambda t: nz.scale * noise_rows(seed, 0, t, [-1], d) * weights
 
 
 def no_noise(n, d):
@@ -241,9 +297,6 @@ def no_noise(n, d):
 
 
 def default_x0(seed, n, d):
-    """The (n, d) initial point fastgt draws when x0 is not given (the run seed's stream)."""
-    from fastgt.algorithms.base import initial_point
-
-    out = np.zeros((n, d))
-    initial_point(out, None, seed, d)
-    return out
+    """The (n, d) initial point fastgt draws when x0 is not given: stream 1 of the run
+    seed, step 0, node i's row of N(0, 1) normals (noise_rows)."""
+    return noise_rows(seed, 1, 0, range(n), d)

@@ -210,8 +210,9 @@ def test_default_x0_is_standard_normal():
     x0s = [ref.default_x0(s, 40, 30) for s in (3, 4)]
     one = fastgt.run(algorithm="dsgd", topology=fastgt.topology("complete", n=40), d=30,
                      noise="none", stepsize=0.25, steps=1, seed=3).state["X"]
-    np.testing.assert_allclose(one, np.tile(0.5 * x0s[0].mean(axis=0), (40, 1)), rtol=1e-13,
-                               atol=1e-15)
+    # (the twin's normals are numpy's Box-Muller: within 2e-13 of fastgt's polynomials)
+    np.testing.assert_allclose(one, np.tile(0.5 * x0s[0].mean(axis=0), (40, 1)), rtol=1e-12,
+                               atol=1e-13)
     assert not np.any(x0s[0] == x0s[1])  # another seed, other numbers
     for x in x0s:
         N = x.size

@@ -83,29 +83,6 @@ def test_no_correlation_between_coordinates_and_nodes():
     _assert_uncorrelated(x[:-1], x[1:])  # neighbouring nodes
 
 
-def _splitmix_reference(rkey: int, pairs: int) -> np.ndarray:
-    """SplitMix64 outputs rkey + (m + 1) golden, m < pairs, in Python integers."""
-    mask = 2**64 - 1
-    return np.array([ref.splitmix64((rkey + (m + 1) * 0x9E3779B97F4A7C15) & mask)
-                     for m in range(pairs)], dtype=np.uint64)
-
-
-def _box_muller_reference(h: np.ndarray):
-    """(z0, z1, r) of the pairs with hashes h by the documented bit layout (40-bit radius
-    uniform, 2-bit quadrant, 22-bit centred phase), in numpy's float64 log, sin and cos."""
-    u1 = 1.0 - (h >> np.uint64(24)).astype(np.float64) * 2.0**-40  # (0, 1]
-    q = ((h >> np.uint64(22)) & np.uint64(3)).astype(np.float64)
-    phi = ((h & np.uint64(2**22 - 1)).astype(np.float64) + 0.5) * 2.0**-22 - 0.5
-    angle = (q + phi) * np.pi / 2
-    r = np.sqrt(-2.0 * np.log(u1))
-    return r * np.cos(angle), r * np.sin(angle), r
-
-
-def _grouped(z0, z1, width):
-    """A row's coordinates from its pairs' values: per group, 8 z0 then 8 z1."""
-    return np.stack([z0, z1]).reshape(2, -1, 8).transpose(1, 0, 2).reshape(-1)[:width]
-
-
 @pytest.mark.parametrize("width", [37, 160])
 def test_box_muller_transform_matches_numpy(width):
     """fill_normals is Box-Muller of the documented bit layout (z0 of pair 8 g + j at
@@ -116,9 +93,9 @@ def test_box_muller_transform_matches_numpy(width):
     for rkey in [0, 1, 2**64 - 1, *range(12345, 12345 + 40 * 7919, 7919)]:
         out = np.empty((1, width))
         fill_normals(np.uint64(rkey), out, 0, 1.0, width)
-        z0, z1, _ = _box_muller_reference(_splitmix_reference(rkey, 8 * -(-width // 16)))
-        ref = _grouped(z0, z1, width)
-        worst = max(worst, float(np.max(np.abs(out[0] - ref) / np.maximum(1.0, np.abs(ref)))))
+        z0, z1, _ = ref.box_muller(ref.pair_hashes(rkey, 8 * -(-width // 16)))
+        want = ref.grouped(z0, z1, width)
+        worst = max(worst, float(np.max(np.abs(out[0] - want) / np.maximum(1.0, np.abs(want)))))
     assert POLY_ERROR < 6e-14
     assert worst < 2e-13
 
@@ -156,7 +133,7 @@ def test_float32_transform_is_box_muller_to_8_ulps_of_the_radius():
     low = np.array([0, 1, 2**21, 2**22 - 1, 2**22, 3 * 2**22 - 1, 2**24 - 1], dtype=np.uint64)
     h = np.concatenate([((top[:, None] << np.uint64(24)) | low[None, :]).ravel(),
                         rng.integers(0, 2**64, 200_000, dtype=np.uint64, endpoint=False)])
-    z0, z1, r = _box_muller_reference(h)
+    z0, z1, r = ref.box_muller(h)
     got = _pairs32(h, 1.0).astype(np.float64)
     bound = ULPS32 * 2.0**-24 * r
     assert np.all(np.abs(got[:, 0] - z0) <= bound)
@@ -175,11 +152,11 @@ def test_float32_rows_hold_the_float32_transform(width):
     rounded (which differ from them in some coordinates); both within ULPS32 u of the
     exact values' radius. scale = 0.75 (exact in float32)."""
     for rkey in [0, 2**64 - 1, *range(777, 777 + 30 * 7919, 7919)]:
-        h = _splitmix_reference(rkey, 8 * -(-width // 16))
-        z0, z1, r = _box_muller_reference(h)
+        h = ref.pair_hashes(rkey, 8 * -(-width // 16))
+        z0, z1, r = ref.box_muller(h)
         mine = _pairs32(h, 0.75)
-        want = _grouped(mine[:, 0], mine[:, 1], width)
-        exact, radius = 0.75 * _grouped(z0, z1, width), 0.75 * _grouped(r, r, width)
+        want = ref.grouped(mine[:, 0], mine[:, 1], width)
+        exact, radius = 0.75 * ref.grouped(z0, z1, width), 0.75 * ref.grouped(r, r, width)
         for fill in (fill_normals, fill_padded):
             out = np.zeros((1, -(-width // 16) * 16), dtype=np.float32)
             fill(np.uint64(rkey), out, 0, 0.75, width)
@@ -190,6 +167,26 @@ def test_float32_rows_hold_the_float32_transform(width):
     out = np.zeros((1, 160), dtype=np.float32)
     fill_normals(np.uint64(777), out, 0, 0.75, 160)
     assert np.any(out != rounded.astype(np.float32))
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "structured"])
+def test_the_twins_noise_and_initial_point_are_fastgts(noise):
+    """The twins' noise and default x0 (tests/reference.py, written from the documented
+    keys and transform) against fastgt's own draws (problems.noise_matrix, the kernels'
+    stochastic gradients of the zero problem; the initial point of the run seed): within
+    the polynomials' error."""
+    from fastgt.algorithms.base import initial_point
+    from fastgt.problems import make_noise, noise_matrix
+
+    W = fastgt.topology("torus", rows=3, cols=4)
+    d, seed = 37, 11
+    twin = ref.fastgt_noise(noise, 2.0, d, W, seed)
+    for t in (0, 1, 9):
+        mine = noise_matrix(make_noise(noise, 2.0, d, W), seed, t, W.n, d)
+        np.testing.assert_allclose(mine, twin(t), rtol=2e-13, atol=2e-13)
+    x0 = np.zeros((W.n, d))
+    initial_point(x0, None, seed, d)
+    np.testing.assert_allclose(x0, ref.default_x0(seed, W.n, d), rtol=2e-13, atol=2e-13)
 
 
 def test_no_correlation_between_steps_seeds_and_streams():

@@ -101,21 +101,24 @@ def test_matching_pairs_are_uniform(n, T):
 
 @pytest.mark.parametrize("n,lazy", [(6, False), (7, False), (6, True)])
 def test_matching_p_eff_is_the_expected_contraction(n, lazy):
-    """p_eff = 1 - lambda_max(E[W^T W] - J) (closed form): against the average of W^T W
-    over 20000 drawn matchings; each entry of the average has standard error below
-    0.5 / sqrt(20000) = 0.0035, so its top eigenvalue on the mean-zero space is within
-    n * 4 * 0.0035 of the exact one."""
+    """p_eff = 1 - lambda_max(E[W^T W] - J) on the mean-zero space, with E over the
+    matchings as the kernels draw them (a uniform permutation, positions 2m and 2m + 1
+    paired, the last node alone when n is odd): exactly, averaged over all n! permutations."""
     W = fastgt.topology("random_matching", n=n, lazy=lazy)
-    T = 20000
+    a = 0.75 if lazy else 0.5
     acc = np.zeros((n, n))
-    for t in range(1, T + 1):
-        M = W.at(t - 1, seed=2).to_dense()
+    perms = list(itertools.permutations(range(n)))
+    for perm in perms:
+        M = np.eye(n)
+        for m in range(0, n - 1, 2):
+            i, j = perm[m], perm[m + 1]
+            M[i, i] = M[j, j] = a
+            M[i, j] = M[j, i] = 1 - a
         acc += M.T @ M
-    E = acc / T - 1.0 / n
+    E = acc / len(perms) - 1.0 / n
     Q = np.linalg.qr(np.column_stack([np.ones(n), np.eye(n)[:, 1:]]))[0][:, 1:]
     top = np.linalg.eigvalsh(Q.T @ E @ Q).max()
-    assert W.spectrum().p_eff == pytest.approx(1.0 - top, abs=n * 4 * 0.5 / math.sqrt(T))
-    a = 0.75 if lazy else 0.5
+    assert W.spectrum().p_eff == pytest.approx(1.0 - top, abs=1e-12)
     assert W.spectrum().lambda_n == 2 * a - 1 and W.spectrum().lambda2 == 1.0
 
 

@@ -243,12 +243,13 @@ def test_float32_mixing_keeps_consensus_exactly(name, kw):
     for i in range(W.n):
         mix_row(out, np.int64(i), X, indptr, indices, w[0], W.mean_weight, mean, np.int64(0))
     assert np.array_equal(out, X)
-    X[3] += np.float32(1e-3)  # one row off consensus: its neighbours move toward it
+    X[3] += np.float32(1e-2)  # one row off consensus: its neighbours move toward it
+    mean = X.astype(np.float64).mean(axis=0).astype(np.float32)  # the mean term's, anew
     for i in range(W.n):
         mix_row(out, np.int64(i), X, indptr, indices, w[0], W.mean_weight, mean, np.int64(0))
-    want = (W.to_dense() @ X.astype(np.float64)) if W.mean_weight == 0 else None
-    if want is not None:
-        assert np.allclose(out, want, rtol=0, atol=np.spacing(np.float32(1e3 * 4)))
+    want = W.to_dense() @ X.astype(np.float64)  # the mean term included
+    assert np.allclose(out, want, rtol=0, atol=np.spacing(np.float32(1e3 * 4)))
+    assert not np.array_equal(out[3], X[3])  # row 3 moved
 
 
 def test_a_mean_terms_rounding_is_flagged(monkeypatch):

@@ -1,7 +1,8 @@
 """The exact theory of the paper's relaxations (fastgt.modes): local steps and separate
-mixing for y (topology_y), against (a) brute-force covariances of the full n-node system,
-written here from the update equations without the mode split, and (b) simulations
-(plateau means over seeds, tolerance from their standard error)."""
+mixing for y (topology_y), and of D², EXTRA and ATC-GT, against (a) brute-force
+covariances of the full n-node system, written here from the update equations without the
+mode split, and (b) simulations (plateau means over seeds, tolerance from their standard
+error)."""
 
 import itertools
 import math
@@ -29,6 +30,33 @@ def _full_maps(Wd, Wy, algorithm, gamma, a):
     # D-SGD: x' = W (x - gamma (a x + e)), e the noise of the current x's gradient
     M = np.block([[(1 - a * gamma) * Wd, -gamma * Wd], [Z, Z]])
     return M, np.vstack([Z, I]), None
+
+
+def _second_order_maps(Wd, algorithm, gamma, a):
+    """(M, N, ell) of the other algorithms' full systems, from their update equations
+    (tests/reference.py's twins) with g = a x + e, e the noise of the current x's gradient:
+
+    d2, s = (x, z, e): x' = W z, z' = 2 x' - x - gamma (g' - g); ell = 1^T (z - (1 - a
+        gamma) x + gamma e) (z(0) = x(0) - gamma g(0));
+    extra, s = (x, h, e): x' = (I + W) x - h - gamma g, h' = (I + W) / 2 x - gamma g;
+        ell = 1^T (x - h) (0 from the first step, x(1) = W x(0) - gamma g(0), on);
+    gt_atc, s = (x, y, e): x' = W (x - gamma y), y' = W (y + g' - g); ell = 1^T (y - a x -
+        e) (y(0) = g(0))."""
+    n = len(Wd)
+    I, Z = np.eye(n), np.zeros((n, n))
+    one, zero = np.ones(n), np.zeros(n)
+    if algorithm == "d2":
+        M = np.block([[Z, Wd, Z], [-(1 - a * gamma) * I, (2 - a * gamma) * Wd, gamma * I],
+                      [Z, Z, Z]])
+        return M, np.vstack([Z, -gamma * I, I]), np.concatenate([-(1 - a * gamma) * one, one,
+                                                                  gamma * one])
+    if algorithm == "extra":
+        M = np.block([[(1 - a * gamma) * I + Wd, -I, -gamma * I],
+                      [(I + Wd) / 2 - a * gamma * I, Z, -gamma * I], [Z, Z, Z]])
+        return M, np.vstack([Z, Z, I]), np.concatenate([one, -one, zero])
+    W2 = Wd @ Wd
+    M = np.block([[Wd, -gamma * Wd, Z], [a * (W2 - Wd), Wd - a * gamma * W2, -Wd], [Z, Z, Z]])
+    return M, np.vstack([Z, Wd, I]), np.concatenate([-a * one, one, -one])
 
 
 def brute_periodic(W, algorithm, gamma, a, covs, local=1, Wy=None, phases=None):
@@ -61,6 +89,38 @@ def brute_periodic(W, algorithm, gamma, a, covs, local=1, Wy=None, phases=None):
 
 CASES = [("ring", {"n": 7}), ("ring", {"n": 8, "self_weight": 0.1}),
          ("erdos_renyi", {"n": 7, "prob": 0.6, "seed": 1}), ("star", {"n": 6})]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("algorithm", ["d2", "extra", "gt_atc"])
+@pytest.mark.parametrize("noise", ["gaussian", "structured"])
+def test_second_order_stationary_matches_bruteforce(case, algorithm, noise):
+    """D², EXTRA and ATC-GT's stationary metrics (fastgt.theory's per-mode systems) against
+    the Lyapunov equation of the full n-node system written from their update equations
+    (_second_order_maps), restricted to its invariant subspace."""
+    name, params = CASES[case]
+    W = fastgt.topology(name, **params)
+    if algorithm == "d2" and W.spectrum().lambda_n <= -1 / 3:
+        W = fastgt.topology(name, **params, lazy=True)
+    n, d, sigma2, a = W.n, 5, 1.3, 2.0
+    gamma = 0.3 * theory.max_stepsize(W, algorithm)
+    M, N, ell = _second_order_maps(W.to_dense(), algorithm, gamma, a)
+    assert np.allclose(ell @ M, ell) and np.allclose(ell @ N, 0)  # invariant, and 0 at start
+    U = sla.null_space(ell[None, :])
+    C = np.eye(n) - 1.0 / n
+    want = np.zeros(4)
+    for count, S in noise_covs(W, noise, sigma2, d):
+        P = U @ sla.solve_discrete_lyapunov(U.T @ M @ U, U.T @ N @ S @ N.T @ U) @ U.T
+        Pxx, Pyy = P[:n, :n], P[n:2 * n, n:2 * n]
+        want += count * np.array([a / 2 * Pxx.sum() / n**2, a / 2 * np.trace(Pxx) / n,
+                                  np.trace(C @ Pxx) / n, np.trace(C @ Pyy) / n])
+    got = theory.stationary(W, algorithm, gamma, sigma2, noise=noise, d=d)
+    for m, v in zip(("loss_avg", "loss_nodes", "consensus", "tracking"), want):
+        if m == "tracking" and algorithm != "gt_atc":
+            assert math.isnan(got[m])
+        else:
+            assert got[m] == pytest.approx(v, rel=1e-10, abs=1e-12), m  # (abs: Setup B's
+            # loss_avg, exactly 0 by the modes, the full system's rounding here)
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))

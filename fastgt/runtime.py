@@ -51,14 +51,19 @@ def _deliver(signum: int, handler) -> None:
 
 class _Held:
     """Ctrl-C and SIGTERM recorded where they land (main thread), handed to the handlers in
-    place before by ``release``; a second one at once."""
+    place before by ``release``; a second one at once. A signal ignored before stays
+    ignored: recorded, it would count as the first of two, and a sweep's worker (which
+    ignores Ctrl-C) took the driver's SIGTERM after a Ctrl-C to the process group for the
+    second and lost it, the driver waiting for it forever."""
 
     def __init__(self):
         import signal
 
         self.caught: list = []
-        self.previous = {s: signal.signal(s, self._record) for s in (signal.SIGINT,
-                                                                     signal.SIGTERM)}
+        self.previous = {}
+        for s in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(s) != signal.SIG_IGN:
+                self.previous[s] = signal.signal(s, self._record)
 
     def _record(self, signum, frame):
         self.caught.append(signum)
@@ -66,15 +71,16 @@ class _Held:
             self.release(restore=True)
 
     def release(self, restore: bool) -> None:
-        """Hand over the first signal caught, if any (``restore``: the handlers first)."""
+        """Hand over the signals caught, each kind once, in the order they came
+        (``restore``: the handlers first); a handler that raises ends the hand-over."""
         import signal
 
         if restore:
             for s, handler in self.previous.items():
                 signal.signal(s, handler)
-        if self.caught:
-            signum = self.caught[0]
-            self.caught.clear()
+        caught = list(dict.fromkeys(self.caught))
+        self.caught.clear()
+        for signum in caught:
             _deliver(signum, self.previous[signum])
 
 

@@ -631,6 +631,24 @@ def test_a_second_stop_during_the_clean_up_keeps_the_finished_cells_and_their_co
     assert len(store.ids()) == 1 and store.claims() == {}
 
 
+@pytest.mark.parametrize("block", ["signals_polled", "signals_deferred"])
+def test_an_ignored_ctrl_c_does_not_swallow_a_sigterm(block):
+    """A sweep's worker ignores Ctrl-C: a Ctrl-C to the process group during a cell must
+    not count as the first of two signals, or the driver's SIGTERM that follows is taken
+    for the second, handed to Ctrl-C's handler (ignore) and lost, and the driver waits for
+    the worker forever. The SIGTERM ends the process."""
+    code = (f"import os, signal, time\nfrom fastgt.runtime import {block}\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            f"with {block}():\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    time.sleep(0.2)\n"
+            "print('survived')\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert res.returncode == -signal.SIGTERM and "survived" not in res.stdout, res
+
+
 def test_signals_in_a_deferred_block_are_handled_at_its_end_or_at_once_when_repeated():
     from fastgt.runtime import signals_deferred
 

@@ -208,6 +208,10 @@ def _print_summary(res, W, err: bool = False) -> None:
             v = "none"
         click.echo(f"{k:>18}  {v:.6g}" if isinstance(v, float) else f"{k:>18}  {v}",
                    err=err)
+    if summary["status"] != "diverged":
+        click.echo("note: the metrics without final_ are plateaus, the mean of the records "
+                   "in the run's last half (`fastgt theory`: the exact floors, and the steps "
+                   "a plateau needs to reach them)", err=err)
 
 
 def _write_trace(res, out: str) -> None:

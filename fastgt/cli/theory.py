@@ -36,7 +36,8 @@ def theory_cmd(algorithm, topology, problem, noise, sigma2, d, stepsize, local_s
     Quadratic problems only: no simulation, O(n) once the eigenvalues are known. Exit code 3
     when the stepsize is unstable (the iterates diverge). max_stepsize: where the stable
     stepsizes that begin at 0 end (0 if small ones are unstable); stable_stepsizes: all of
-    them, as intervals.
+    them, as intervals; time_constant: 1 / (1 - rate), the steps per e-fold of the slowest
+    mode (a run's plateau needs several of them).
     Example: fastgt theory --topology ring --n 300 --self-weight 0.1 --stepsize 0.01
     """
     from ..engine import checked_topology_y
@@ -63,6 +64,8 @@ def theory_cmd(algorithm, topology, problem, noise, sigma2, d, stepsize, local_s
            **({"record_every": record_every} if record_every is not None else {}),
            "max_stepsize": top, "stable_stepsizes": [list(w) for w in windows],
            "stable": stable, "rate": rate(W, algorithm, stepsize, problem, **relax)}
+    if stable and out["rate"] < 1.0:  # steps per e-fold of the slowest mode's error
+        out["time_constant"] = 1.0 / (1.0 - out["rate"])
     if stable:
         reason = unsupported(algorithm, problem)
         if reason:
@@ -77,6 +80,13 @@ def theory_cmd(algorithm, topology, problem, noise, sigma2, d, stepsize, local_s
             if k == "stable_stepsizes":  # open intervals
                 v = " or ".join(f"({lo:.12g}, {hi:.12g})" for lo, hi in v) or "none"
             click.echo(f"{k:>16}  {v:.12g}" if isinstance(v, float) else f"{k:>16}  {v}")
+        if "time_constant" in out and "loss_avg" in out:
+            from ..analysis.stats import MIN_TIME_CONSTANTS
+
+            steps = 2 * MIN_TIME_CONSTANTS * out["time_constant"]
+            click.echo(f"note: a run's plateau (the mean of its last half of records) reaches "
+                       f"these floors from about {steps:.3g} steps on "
+                       f"({2 * MIN_TIME_CONSTANTS:g} time constants)")
     if not stable:
         raise ResultError(unstable_message(W, algorithm, stepsize, problem, **relax,
                                            known=(top, windows)))

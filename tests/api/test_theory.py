@@ -302,6 +302,12 @@ def test_cli_json_and_error():
     st = theory.stationary(W, "gt", 0.05, noise="structured", d=9)
     assert {k: out[k] for k in st} == st
     assert out["max_stepsize"] == theory.max_stepsize(W, "gt") and out["c"] == W.spectrum().c
+    assert out["time_constant"] == pytest.approx(1 / (1 - theory.rate(W, "gt", 0.05)),
+                                                 rel=1e-12)
+    text = runner.invoke(main, ["theory", "--topology", "ring", "--n", "30", "--stepsize",
+                                "0.05"]).output
+    tau = float(dict(r.split(None, 1) for r in text.splitlines())["time_constant"])
+    assert f"reaches these floors from about {10 * tau:.3g} steps on (10 time constants)" in text
     res = runner.invoke(main, ["theory", "--n", "30", "--stepsize", "-1"])
     assert res.exit_code == 2 and "stepsize" in res.output
 

@@ -189,6 +189,10 @@ def test_run_summary_leaves_out_metrics_that_do_not_apply():
     assert res.exit_code == 0 and table["d"] == "3" and "loss_nodes" in table
     assert not {"tracking", "final_tracking", "accuracy", "final_accuracy"} & set(table)
     assert "tracking" in dict(r.split(None, 1) for r in invoke("run", *TINY).output.splitlines())
+    # what the unprefixed metrics are, said under them
+    assert res.output.splitlines()[-1].startswith("note: the metrics without final_ are "
+                                                  "plateaus, the mean of the records in the "
+                                                  "run's last half")
 
 
 def test_out_through_a_link_or_to_a_pipe_keeps_them(tmp_path):

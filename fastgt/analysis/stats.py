@@ -29,9 +29,10 @@ def aggregate(cells: pd.DataFrame, values=("loss_nodes",), over: str = "seed", b
     """Mean over ``over`` (the seeds) of each column in ``values``, with a t-based interval.
 
     by: grouping columns (default: every parameter except ``over``); status: keep only rows
-    with these statuses (None: all). For each value v the result has ``v_mean``, ``v_std``,
-    ``v_count`` (non-NaN rows), ``v_ci_low``, ``v_ci_high``: mean -/+ t_{(1+level)/2, count-1}
-    std / sqrt(count) (NaN when count < 2).
+    with these statuses (None: all). The result has a row per group: its ``by`` columns,
+    ``cells`` (the group's rows), and for each value v ``v_mean``, ``v_std``, ``v_count``
+    (non-NaN rows), ``v_ci_low``, ``v_ci_high``: mean -/+ t_{(1+level)/2, count-1} std /
+    sqrt(count) (NaN when count < 2).
     """
     from scipy.stats import t as student_t
 

@@ -53,6 +53,16 @@ def close_names(name: str, names) -> str:
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
+def no_family(param: str, table: dict) -> FastGTError:
+    """The error of a topology table (topology_y, a cycle's step) without its family: it
+    names the table's keys, and the one that looks like a misspelled ``topology``."""
+    keys = [str(k) for k in table]
+    near = [k for k in keys if close_names(k, ["topology"])]
+    return bad(param, table, 'a topology table with its family under topology, e.g. '
+               '{topology = "ring", n = 16}; this one has ' + (", ".join(keys) or "no key")
+               + (f" ({near[0]}: did you mean topology?)" if near else ""))
+
+
 def bad(param: str, value, allowed: str) -> FastGTError:
     """Build the standard error: ``<param>=<value> is invalid: allowed <allowed>``."""
     return FastGTError(f"{param}={short(value)} is invalid: allowed {allowed}")

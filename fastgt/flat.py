@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from .errors import FastGTError, bad, close_names
+from .errors import FastGTError, bad, close_names, no_family
 from .params import PARAMS
 from .problems import PROBLEM_RENAME, PROBLEMS, ProblemSpec, problem, problem_params
 from .topology import FAMILIES, TOPO_RENAME, MixingMatrix, TimeVarying, family_params, topology
@@ -123,6 +123,8 @@ def table_topology(table, memo: dict | None = None):
         table = json.loads(table)
     if not isinstance(table, dict):
         return table
+    if "topology" not in table:
+        raise no_family("topology_y", table)
     rest = {k: v for k, v in table.items() if k != "topology"}
     return flat_topology(table.get("topology"), rest, memo)
 

@@ -54,6 +54,18 @@ def test_bad_input_names_the_parameter(param, overrides):
     assert re.match(rf"{param}\b", msg) and "\n" not in msg, msg
 
 
+def test_a_topology_table_without_its_family_names_its_keys():
+    """(A user trial: {topolgy = ...} in topology_y was taken for a parameter of
+    fastgt.run.)"""
+    msg = "this one has topolgy, n (topolgy: did you mean topology?)"
+    with pytest.raises(FastGTError, match=r"^topology_y=.*" + re.escape(msg)):
+        fastgt.run(topology="ring", n=8, topology_y={"topolgy": "complete", "n": 8})
+    with pytest.raises(FastGTError, match=r"^matrices=.*" + re.escape(msg.replace("complete",
+                                                                                   "ring"))):
+        fastgt.topology("cycle", matrices=[{"topology": "ring", "n": 8},
+                                           {"topolgy": "ring", "n": 8}])
+
+
 def test_unknown_problem_parameter():
     with pytest.raises(FastGTError, match="zeta2") as err:
         fastgt.problem("consensus", zeta2=1.0)

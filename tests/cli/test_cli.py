@@ -659,6 +659,10 @@ def test_theory_takes_the_relaxations(monkeypatch):
      ["topology_y='one_peer_exponential(n=8)'", 'the table {"topology": "ring"']),
     (["--n", "8", "--topology-y", "ring"],
      ['\'{"topology": "ring", "n": 16, "self_weight": 0.5}\' (JSON) on the command line']),
+    (["--n", "8", "--topology-y", '{"topolgy": "complete", "n": 8}'],  # the key misspelled
+     ["topology_y=", "this one has topolgy, n (topolgy: did you mean topology?)"]),
+    (["--topology", "cycle", "--matrices", '[{"topology": "ring", "n": 8}, {"n": 8}]'],
+     ["matrices=", "with its family under topology", "this one has n"]),
 ])
 def test_topology_errors_name_what_was_given_in_the_shells_terms(args, fragments):
     """(A user trial: "needs W" where the option is --matrix, topology_y='complete' for a

@@ -209,7 +209,7 @@ ERRORS = [
     ('[run]\ntopology = "cycle"\nmatrices = [1, 2]\n', [],
      ["line 3", "list in [run]"]),
     ('[run]\ntopology = "cycle"\nmatrices = [{n = 8}]\n', [],
-     ["line 3", "a list of topology tables"]),
+     ["line 3", "matrices={'n': 8} is invalid: allowed a topology table", "this one has n"]),
     ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 8}, "ring"]\n', [],
      ["line 3: matrices=[{", "is invalid: allowed a list of topology tables"]),  # a trial
     ('[run]\ntopology = "cycle"\n[[grid]]\nmatrices = [[{topology = "ring", n = 8}, "ring"]]\n',

@@ -4,7 +4,9 @@ DIR is a sweep directory or a directory of sweep directories; every sweep is rep
 its own, never merged with another. Its cells are grouped by topology family and noise
 model: ``interp_ring`` sweeps are the constant-c panels (loss vs 1/p, 1/p^2, 1/p^3,
 1/(p c^2)), ``ring`` sweeps with reduced self weight the constant-p panels (vs 1/(p c^2),
-1/(p c)); gaussian noise is Setup A, structured noise Setup B. Each figure shows the seed
+1/(p c)); gaussian noise is Setup A, structured noise Setup B. A figure needs two values or
+more of its swept parameter (alpha, self_weight): cells of one topology are left out. Each
+figure shows the seed
 mean with its 95% interval, the exact stationary theory (fastgt.theory) as a line, and
 fitted log-log slopes; a Markdown table, slopes.md, collects the slopes. Files are named
 ``setup{A,B}_{family}_{algorithm}[_{other parameter}{value}].{png,pdf}``, with
@@ -164,6 +166,8 @@ def report(path, out=None, metric: str = "consensus", include_transient: bool = 
         shown, counts = [], []
         cells, traces = load_sweep(directory, metric, curves or "step")
         for family, param, key, varying, group in _groups(cells):
+            if group[param].nunique() < 2:  # one topology: no slope, not a paper figure
+                continue
             fig, fig_rows, fig_notes, fig_counts = _figure(
                 sweep, directory, family, param, key, varying, group, metric, include_transient)
             rows += fig_rows
@@ -205,7 +209,8 @@ def report(path, out=None, metric: str = "consensus", include_transient: bool = 
 
 
 #: the cells a report draws: the paper's sweeps
-PAPER_CELLS = "interp_ring or ring, gaussian or structured noise, the quadratic problem"
+PAPER_CELLS = ("interp_ring or ring, gaussian or structured noise, the quadratic problem, "
+               "two values or more of alpha or self_weight")
 
 
 def _safe(text: str) -> str:

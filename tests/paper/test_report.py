@@ -282,3 +282,21 @@ def test_noiseless_cells_beside_the_paper_sweeps_leave_their_names_alone(tmp_pat
     # the paper sweeps' figures: Setup A and B, each a png and a pdf, named alike both times
     assert len(names[0]) == 4 and names[0] == names[1], names
     assert not any("sigma2" in n for n in names[0]), names
+
+
+def test_cells_of_one_topology_draw_no_figure(tmp_path):
+    """(A user trial: a sweep over algorithms and stepsizes on one ring gave 32 figures of
+    one point each, slope nan.) A figure needs two values or more of its swept parameter;
+    cells without are left out, said so in slopes.md, and a sweep of only those is refused."""
+    one = '[run]\ntopology = "ring"\nn = 8\nd = 2\nsteps = 100\nrecord_every = 20\n'
+    write_sweep(tmp_path / "one", one + '[[grid]]\nalgorithm = ["gt", "dsgd"]\nseed = [0, 1]\n')
+    with pytest.raises(fastgt.FastGTError, match="has no ok cells of the paper's sweeps .*two "
+                                                 "values or more of alpha or self_weight"):
+        report(str(tmp_path / "one"), str(tmp_path / "out_one"))
+    write_sweep(tmp_path / "mixed", one + '[[grid]]\nself_weight = [0.3, 0.5]\n'
+                                          '[[grid]]\nalgorithm = "dsgd"\n')
+    with Saved() as figures:
+        report(str(tmp_path / "mixed"), str(tmp_path / "out_mixed"))
+    assert sorted(n.rsplit("/", 1)[-1] for n, _ in figures) == [
+        "setupA_ring_gt.pdf", "setupA_ring_gt.png"]
+    assert "1 other ok cells left out" in (tmp_path / "out_mixed" / "slopes.md").read_text()

@@ -53,14 +53,17 @@ def close_names(name: str, names) -> str:
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
-def no_family(param: str, table: dict) -> FastGTError:
-    """The error of a topology table (topology_y, a cycle's step) without its family: it
-    names the table's keys, and the one that looks like a misspelled ``topology``."""
+def check_family(param: str, table) -> None:
+    """A table given for a topology (topology_y, a cycle's step) must name its family under
+    ``topology``: else the error names the table's keys, and the one that looks like a
+    misspelled ``topology``. Anything but a dict passes (its own check follows)."""
+    if not isinstance(table, dict) or "topology" in table:
+        return
     keys = [str(k) for k in table]
     near = [k for k in keys if close_names(k, ["topology"])]
-    return bad(param, table, 'a topology table with its family under topology, e.g. '
-               '{topology = "ring", n = 16}; this one has ' + (", ".join(keys) or "no key")
-               + (f" ({near[0]}: did you mean topology?)" if near else ""))
+    raise bad(param, table, 'a topology table with its family under topology, e.g. '
+              '{topology = "ring", n = 16}; this one has ' + (", ".join(keys) or "no key")
+              + (f" ({near[0]}: did you mean topology?)" if near else ""))
 
 
 def bad(param: str, value, allowed: str) -> FastGTError:

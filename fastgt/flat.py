@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from .errors import FastGTError, bad, close_names, no_family
+from .errors import FastGTError, bad, check_family, close_names
 from .params import PARAMS
 from .problems import PROBLEM_RENAME, PROBLEMS, ProblemSpec, problem, problem_params
 from .topology import FAMILIES, TOPO_RENAME, MixingMatrix, TimeVarying, family_params, topology
@@ -123,10 +123,9 @@ def table_topology(table, memo: dict | None = None):
         table = json.loads(table)
     if not isinstance(table, dict):
         return table
-    if "topology" not in table:
-        raise no_family("topology_y", table)
+    check_family("topology_y", table)
     rest = {k: v for k, v in table.items() if k != "topology"}
-    return flat_topology(table.get("topology"), rest, memo)
+    return flat_topology(table["topology"], rest, memo)
 
 
 def _tables(tkw: dict) -> dict:

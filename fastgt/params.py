@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from functools import partial
 
-from .errors import FastGTError, bad, check_choice, check_float, check_int, no_family
+from .errors import FastGTError, bad, check_choice, check_family, check_float, check_int
 
 REQUIRED = inspect.Parameter.empty
 _KINDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
@@ -140,8 +140,7 @@ def check_tables(name: str, value) -> None:
         for t in value:
             check_tables(name, t)
         return
-    if isinstance(value, dict) and "topology" not in value:
-        raise no_family(name, value)
+    check_family(name, value)
     if not _is_table(value):
         return  # not a topology table: the parameter's check says what is
     from .topology import TOPO_RENAME, family_params

@@ -51,19 +51,20 @@ def _deliver(signum: int, handler) -> None:
 
 class _Held:
     """Ctrl-C and SIGTERM recorded where they land (main thread), handed to the handlers in
-    place before by ``release``; a second one at once. A signal ignored before stays
-    ignored: recorded, it would count as the first of two, and a sweep's worker (which
-    ignores Ctrl-C) took the driver's SIGTERM after a Ctrl-C to the process group for the
-    second and lost it, the driver waiting for it forever."""
+    place before by ``release``; a second one at once. A signal ignored before (or handled
+    outside Python) is left alone: recorded, an ignored Ctrl-C counted as the first of two,
+    and a sweep's worker (which ignores Ctrl-C) took the driver's SIGTERM after a Ctrl-C to
+    the process group for the second and lost it, the driver waiting for it forever."""
 
     def __init__(self):
         import signal
 
         self.caught: list = []
         self.previous = {}
-        for s in (signal.SIGINT, signal.SIGTERM):
-            if signal.getsignal(s) != signal.SIG_IGN:
-                self.previous[s] = signal.signal(s, self._record)
+        with _blocked():
+            for s in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(s) not in (signal.SIG_IGN, None):
+                    self.previous[s] = signal.signal(s, self._record)
 
     def _record(self, signum, frame):
         self.caught.append(signum)
@@ -72,16 +73,46 @@ class _Held:
 
     def release(self, restore: bool) -> None:
         """Hand over the signals caught, each kind once, in the order they came
-        (``restore``: the handlers first); a handler that raises ends the hand-over."""
+        (``restore``: the handlers first, the signals blocked meanwhile: one that comes then
+        goes to the restored handler); the others are handed over even when a handler
+        raises (Ctrl-C's: a SIGTERM after it still ends the process)."""
         import signal
 
         if restore:
-            for s, handler in self.previous.items():
-                signal.signal(s, handler)
-        caught = list(dict.fromkeys(self.caught))
-        self.caught.clear()
-        for signum in caught:
-            _deliver(signum, self.previous[signum])
+            with _blocked():
+                for s, handler in self.previous.items():
+                    signal.signal(s, handler)
+        caught = self.caught
+        self.caught = []  # a signal handled between these lines is in ``caught``
+        _deliver_all(list(dict.fromkeys(caught)), self.previous)
+
+
+def _deliver_all(signums: list, handlers: dict) -> None:
+    """Each signal to its handler in turn, the rest too when one raises."""
+    if not signums:
+        return
+    try:
+        _deliver(signums[0], handlers[signums[0]])
+    finally:
+        _deliver_all(signums[1:], handlers)
+
+
+@contextmanager
+def _blocked():
+    """Ctrl-C and SIGTERM held pending for this thread inside the block, so that handlers
+    swapped meanwhile see none (where the OS delivers them to this thread), delivered after
+    it."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):  # not POSIX
+        yield
+        return
+    both = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, both)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _main_thread() -> bool:

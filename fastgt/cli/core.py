@@ -187,8 +187,9 @@ def _print_summary(res, W, err: bool = False) -> None:
     """What ran (algorithm, topology ``W``, problem, noise, stepsize, seed, the relaxations
     and float32 where set, d: a data file's own), then every entry of the run's summary but
     the empty ones and the metrics that do not apply (no value at step 0: tracking without
-    a tracker, accuracy without classes); a diverged run's plateaus are missing, said so.
-    ``err``: to standard error (standard output holds the trace)."""
+    a tracker, accuracy without classes); a diverged run's plateaus are missing, said so;
+    else a note says what the plateaus are. ``err``: to standard error (standard output
+    holds the trace)."""
     summary, config = res.summary, res.config
     first = res.records[0]  # step 0's record (not res.trace: no pandas for a summary)
     absent = {m for q, m in enumerate(METRICS, start=1) if first[q] != first[q]}
@@ -209,9 +210,14 @@ def _print_summary(res, W, err: bool = False) -> None:
         click.echo(f"{k:>18}  {v:.6g}" if isinstance(v, float) else f"{k:>18}  {v}",
                    err=err)
     if summary["status"] != "diverged":
+        from ..theory import CURVATURE, unsupported
+
+        covered = config["problem"] in CURVATURE and not unsupported(config["algorithm"],
+                                                                     config["problem"])
+        theory = " (`fastgt theory`: the exact floors, and the steps a plateau needs)" \
+            if covered else ""
         click.echo("note: the metrics without final_ are plateaus, the mean of the records "
-                   "in the run's last half (`fastgt theory`: the exact floors, and the steps "
-                   "a plateau needs to reach them)", err=err)
+                   f"in the last half of the run{theory}", err=err)
 
 
 def _write_trace(res, out: str) -> None:

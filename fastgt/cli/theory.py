@@ -80,13 +80,13 @@ def theory_cmd(algorithm, topology, problem, noise, sigma2, d, stepsize, local_s
             if k == "stable_stepsizes":  # open intervals
                 v = " or ".join(f"({lo:.12g}, {hi:.12g})" for lo, hi in v) or "none"
             click.echo(f"{k:>16}  {v:.12g}" if isinstance(v, float) else f"{k:>16}  {v}")
-        if "time_constant" in out and "loss_avg" in out:
+        if "time_constant" in out and "loss_avg" in out and noise != "none":
             from ..analysis.stats import MIN_TIME_CONSTANTS
 
             steps = 2 * MIN_TIME_CONSTANTS * out["time_constant"]
-            click.echo(f"note: a run's plateau (the mean of its last half of records) reaches "
-                       f"these floors from about {steps:.3g} steps on "
-                       f"({2 * MIN_TIME_CONSTANTS:g} time constants)")
+            click.echo(f"note: a run's plateau (the mean of the records in the last half of "
+                       f"the run) can measure these floors only from about {steps:.3g} steps "
+                       f"on ({2 * MIN_TIME_CONSTANTS:g} time constants; docs/paper.md)")
     if not stable:
         raise ResultError(unstable_message(W, algorithm, stepsize, problem, **relax,
                                            known=(top, windows)))

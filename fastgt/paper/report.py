@@ -4,11 +4,11 @@ DIR is a sweep directory or a directory of sweep directories; every sweep is rep
 its own, never merged with another. Its cells are grouped by topology family and noise
 model: ``interp_ring`` sweeps are the constant-c panels (loss vs 1/p, 1/p^2, 1/p^3,
 1/(p c^2)), ``ring`` sweeps with reduced self weight the constant-p panels (vs 1/(p c^2),
-1/(p c)); gaussian noise is Setup A, structured noise Setup B. A figure needs two values or
-more of its swept parameter (alpha, self_weight): cells of one topology are left out. Each
-figure shows the seed
-mean with its 95% interval, the exact stationary theory (fastgt.theory) as a line, and
-fitted log-log slopes; a Markdown table, slopes.md, collects the slopes. Files are named
+1/(p c)); gaussian noise is Setup A, structured noise Setup B. A figure needs two values
+or more of its swept parameter (alpha, self_weight): cells of one topology are left out.
+Each figure shows the seed mean with its 95% interval, the exact stationary theory
+(fastgt.theory) as a line, and fitted log-log slopes; a Markdown table, slopes.md,
+collects the slopes. Files are named
 ``setup{A,B}_{family}_{algorithm}[_{other parameter}{value}].{png,pdf}``, with
 ``{sweep}_`` in front when DIR holds several sweeps.
 
@@ -126,7 +126,8 @@ def _with_axes(df: pd.DataFrame) -> pd.DataFrame:
 
 def _groups(ok: pd.DataFrame):
     """(family, swept parameter, key of the other parameters, what varies, cells): one
-    figure per combination of every parameter but the swept one and the seed."""
+    figure per combination of every parameter but the swept one and the seed, whose cells
+    have two values or more of the swept one (what varies: among those figures' cells)."""
     for family, fam in ok.groupby("topology", sort=True):
         if family not in FIGURES:
             continue
@@ -135,9 +136,15 @@ def _groups(ok: pd.DataFrame):
         # cell's null sigma2 must not)
         fam = fam[fam["noise"].isin(list(SETUPS)) & (fam["problem"] == "quadratic")]
         keys = [c for c in parameter_columns(fam) if c not in (param, "seed")]
-        varying = [k for k in keys if fam[k].nunique(dropna=False) > 1
+        # a figure needs two topologies (values of param) to fit a slope to
+        groups = [(vals, group) for vals, group in fam.groupby(keys, dropna=False, sort=True)
+                  if group[param].nunique() > 1]
+        if not groups:
+            continue
+        drawn = pd.concat([group for _, group in groups])
+        varying = [k for k in keys if drawn[k].nunique(dropna=False) > 1
                    and k not in ("noise", "algorithm")]
-        for vals, group in fam.groupby(keys, dropna=False, sort=True):
+        for vals, group in groups:
             yield family, param, dict(zip(keys, vals if isinstance(vals, tuple) else (vals,))), \
                 varying, group
 
@@ -166,8 +173,6 @@ def report(path, out=None, metric: str = "consensus", include_transient: bool = 
         shown, counts = [], []
         cells, traces = load_sweep(directory, metric, curves or "step")
         for family, param, key, varying, group in _groups(cells):
-            if group[param].nunique() < 2:  # one topology: no slope, not a paper figure
-                continue
             fig, fig_rows, fig_notes, fig_counts = _figure(
                 sweep, directory, family, param, key, varying, group, metric, include_transient)
             rows += fig_rows

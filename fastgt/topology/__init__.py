@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from ..errors import FastGTError, bad, check_choice, no_family
+from ..errors import FastGTError, bad, check_choice, check_family
 from .families import STATIC
 from .mixing import TOPO_RENAME, MixingMatrix, validate
 from .spectrum import Spectrum
@@ -85,8 +85,7 @@ def _table(m):
     else tables are written) built but not validated alone: a step need not be connected
     nor contract (two alternating matchings), cycle checks each as a step and their
     product; anything else as it is."""
-    if isinstance(m, dict) and "topology" not in m:
-        raise no_family("matrices", m)
+    check_family("matrices", m)
     if isinstance(m, dict):
         python = {flat: k for k, flat in TOPO_RENAME.items()}
         return _built(m["topology"],

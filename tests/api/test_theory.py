@@ -307,7 +307,10 @@ def test_cli_json_and_error():
     text = runner.invoke(main, ["theory", "--topology", "ring", "--n", "30", "--stepsize",
                                 "0.05"]).output
     tau = float(dict(r.split(None, 1) for r in text.splitlines())["time_constant"])
-    assert f"reaches these floors from about {10 * tau:.3g} steps on (10 time constants)" in text
+    assert (f"can measure these floors only from about {10 * tau:.3g} steps on (10 time "
+            "constants; docs/paper.md)") in text
+    assert "note:" not in runner.invoke(main, ["theory", "--n", "30", "--stepsize", "0.05",
+                                               "--noise", "none"]).output  # floors of 0
     res = runner.invoke(main, ["theory", "--n", "30", "--stepsize", "-1"])
     assert res.exit_code == 2 and "stepsize" in res.output
 

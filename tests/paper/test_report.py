@@ -294,7 +294,7 @@ def test_cells_of_one_topology_draw_no_figure(tmp_path):
                                                  "values or more of alpha or self_weight"):
         report(str(tmp_path / "one"), str(tmp_path / "out_one"))
     write_sweep(tmp_path / "mixed", one + '[[grid]]\nself_weight = [0.3, 0.5]\n'
-                                          '[[grid]]\nalgorithm = "dsgd"\n')
+                                          '[[grid]]\nalgorithm = "dsgd"\nstepsize = 0.02\n')
     with Saved() as figures:
         report(str(tmp_path / "mixed"), str(tmp_path / "out_mixed"))
     assert sorted(n.rsplit("/", 1)[-1] for n, _ in figures) == [

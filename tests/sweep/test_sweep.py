@@ -649,6 +649,30 @@ def test_an_ignored_ctrl_c_does_not_swallow_a_sigterm(block):
     assert res.returncode == -signal.SIGTERM and "survived" not in res.stdout, res
 
 
+def test_two_signals_in_a_block_both_reach_their_handlers_even_when_one_raises():
+    from fastgt.runtime import signals_deferred
+
+    seen = []
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        signal.signal(signal.SIGTERM, lambda s, f: seen.append("term"))
+        signal.signal(signal.SIGINT, lambda s, f: seen.append("int"))
+        with signals_deferred():
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGTERM)  # the second: both handed over at once
+            seen.append("block")
+        assert seen == ["int", "term", "block"]
+        seen.clear()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C's raises
+        with pytest.raises(KeyboardInterrupt), signals_deferred():
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGTERM)
+        assert seen == ["term"]  # handed over after Ctrl-C's raised
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def test_signals_in_a_deferred_block_are_handled_at_its_end_or_at_once_when_repeated():
     from fastgt.runtime import signals_deferred
 

@@ -198,17 +198,19 @@ def plot(directory, x, y, hue, where, curves, logx, logy, out):
 
     Example: fastgt plot results/demo --x alpha --y loss_nodes --hue algorithm -o fig1.png
     """
-    from ..analysis import plots
+    from ..metrics import TRACE_AXES
     from ..sweep.storage import open_sweep
 
     check_file("--out", out, FIGURE_FORMATS)
     store = open_sweep(directory)
     if not curves and x is None:
         raise FastGTError("--x is required: allowed a parameter name (or use --curves)")
+    if curves and x is not None:
+        check_choice("x", x, TRACE_AXES)  # before reading the traces
+    from ..analysis import plots  # matplotlib: after the checks that need none (1-2 s)
+
     shown = directory + (f" where {', '.join(where)}" if where else "")  # in the title
     if curves:
-        if x is not None:
-            check_choice("x", x, plots.TRACE_AXES)  # before reading the traces
         fig = plots.curves(_read(store, "traces", where), y=y, hue=hue,
                            logx=bool(logx), logy=logy, sweep=shown, x=x or "step")
         failed = int((_read(store, "cells", where, ["status"])["status"] == "failed").sum())

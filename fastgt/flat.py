@@ -10,10 +10,8 @@ file's form), which fastgt.topology builds.
 
 from __future__ import annotations
 
-import json
-
 from .errors import FastGTError, bad, check_family, close_names
-from .params import PARAMS
+from .params import PARAMS, table_value
 from .problems import PROBLEM_RENAME, PROBLEMS, ProblemSpec, problem, problem_params
 from .topology import FAMILIES, TOPO_RENAME, MixingMatrix, TimeVarying, family_params, topology
 
@@ -117,10 +115,10 @@ def flat_topology(name: str, params: dict, memo: dict | None = None) -> MixingMa
 
 def table_topology(table, memo: dict | None = None):
     """A topology from one table ({"topology": "ring", "n": 16, ...} in the flat form, or
-    its JSON text), or a built one as it is (topology_y, cycle's matrices)."""
+    its JSON or TOML text), or a built one as it is (topology_y, cycle's matrices)."""
     if isinstance(table, str):
         PARAMS["topology_y"].validate("topology_y", table)
-        table = json.loads(table)
+        table = table_value(table)
     if not isinstance(table, dict):
         return table
     check_family("topology_y", table)
@@ -129,14 +127,14 @@ def table_topology(table, memo: dict | None = None):
 
 
 def _tables(tkw: dict) -> dict:
-    """tkw with cycle's ``matrices`` as topology takes them: the JSON text of a list of
-    topology tables (a grid's form) parsed; topology builds each table (not validated
+    """tkw with cycle's ``matrices`` as topology takes them: the JSON or TOML text of a list
+    of topology tables (a grid's form) parsed; topology builds each table (not validated
     alone: a step of a cycle need not contract), built matrices and arrays pass."""
     mats = tkw.get("matrices")
     if not isinstance(mats, str):
         return tkw
     PARAMS["matrices"].validate("matrices", mats)
-    return {**tkw, "matrices": json.loads(mats)}
+    return {**tkw, "matrices": table_value(mats)}
 
 
 def flat_problem(name: str, params: dict) -> ProblemSpec:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import tomllib
 from dataclasses import dataclass
 from functools import partial
 
@@ -64,8 +65,8 @@ class Param:
     def validate(self, name: str, value):
         """The canonical value (floats as float, a list of tables as sorted JSON text), or
         FastGTError naming what is allowed (a table's entries: check_tables)."""
-        if self.tables and isinstance(value, str) and self.is_value(_json(value)):
-            check_tables(name, _json(value))  # JSON text (the CLI's): kept as given
+        if self.tables and isinstance(value, str) and self.is_value(table_value(value)):
+            check_tables(name, table_value(value))  # JSON text (the CLI's): kept as given
         if self.is_value(value):
             check_tables(name, value)
             value = canonical_table(value)
@@ -167,34 +168,43 @@ def check_tables(name: str, value) -> None:
 def canonical_table(value):
     """A table-valued parameter's value (a dict or list of them, or its JSON text in any
     spelling) as the canonical JSON a grid file's table is stored as; other text as is."""
-    parsed = _json(value) if isinstance(value, str) else value
+    parsed = table_value(value) if isinstance(value, str) else value
     if isinstance(value, str) and parsed is None:
         return value
     return json.dumps(parsed, sort_keys=True, separators=(",", ":"))
 
 
-def _json(text):
+def table_value(text):
+    """A table-valued parameter's text parsed: JSON, or a TOML inline value as a grid file
+    writes it ({topology = "ring", n = 16}, a list of such); None when it is neither a table
+    nor a list of them in TOML (other text stays text)."""
     try:
         return json.loads(text)
     except ValueError:
+        pass
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+        json.dumps(value)  # no TOML date in a table
+    except (tomllib.TOMLDecodeError, TypeError, ValueError):
         return None
+    return value if isinstance(value, dict | list) else None
 
 
 def _tables(name, text):
     """A list of topology tables, each naming a static family: {"topology": "ring", "n": 16}."""
-    tables = _json(text)
+    tables = table_value(text)
     if not (isinstance(tables, list) and tables and all(_is_table(t) for t in tables)):
         raise bad(name, text, 'a list of topology tables, e.g. [{topology = "ring", n = 16}, '
                   '{topology = "torus", n = 16}] in a grid file, \'[{"topology": "ring", "n": '
-                  '16}, {"topology": "torus", "n": 16}]\' (JSON) on the command line')
+                  '16}, {"topology": "torus", "n": 16}]\' (JSON, or TOML) on the command line')
 
 
 def _table(name, text):
     """One topology table: {"topology": "ring", "n": 16, "self_weight": 0.5}."""
-    if not _is_table(_json(text)):
+    if not _is_table(table_value(text)):
         raise bad(name, text, 'a topology table, e.g. {topology = "ring", n = 16, '
                   'self_weight = 0.5} in a grid file, \'{"topology": "ring", "n": 16, '
-                  '"self_weight": 0.5}\' (JSON) on the command line')
+                  '"self_weight": 0.5}\' (JSON, or TOML) on the command line')
 
 
 def _int(lo, hi=None):
@@ -235,7 +245,8 @@ _DECLARED = [
           "(the paper's local steps; default 1)", _int(1)),
     Param("topology_y", str, "run", "gt, gt_atc: a second mixing matrix for the tracking "
           "variable y (the paper's different mixing for x and y), a topology table of the "
-          "same n (JSON on the command line: '{\"topology\": \"ring\", \"n\": 16}')",
+          "same n (on the command line JSON, '{\"topology\": \"ring\", \"n\": 16}', or "
+          "TOML, '{topology = \"ring\", n = 16}')",
           _table, tables="table"),
     Param("allow_unstable", bool, "run", "run an algorithm on a topology outside its stability "
           "condition (d2: lambda_n(W) > -1/3, a static W, local_steps 1; extra: symmetric "
@@ -262,8 +273,9 @@ _DECLARED = [
     Param("matrix", str, "topology",
           "from_matrix: mixing-matrix FILE (.npy, .npz scipy sparse, .mtx)"),
     Param("matrices", str, "topology", "cycle: the mixing matrices applied in turn, a list of "
-          "topology tables (JSON on the command line: "
-          "'[{\"topology\": \"ring\", \"n\": 16}, {\"topology\": \"torus\", \"n\": 16}]')",
+          "topology tables (on the command line JSON, "
+          "'[{\"topology\": \"ring\", \"n\": 16}, {\"topology\": \"torus\", \"n\": 16}]', "
+          "or TOML)",
           _tables, tables="list"),
     # -------------------------------------------------------------- problem
     Param("zeta", float, "problem",

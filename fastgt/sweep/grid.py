@@ -42,7 +42,7 @@ from ..flat import (
     table_topology,
     topology_params,
 )
-from ..params import PARAMS, from_file, inapplicable, is_implicit, scoped
+from ..params import PARAMS, from_file, inapplicable, is_implicit, scoped, table_value
 from ..problems.noise import check_noise_topology
 from ..topology import FAMILIES
 from .tables import cell_numerics
@@ -130,8 +130,8 @@ def plain_tables(params: dict) -> dict:
 
 
 def without_defaults(text: str) -> str:
-    """A topology table's JSON (or a list of them) less the entries at their family's
-    default, canonical; other text (not a table of a known family) as it is."""
+    """A topology table's JSON or TOML text (or a list of them) as canonical JSON, less the
+    entries at their family's default; other text (not a table) as it is."""
     def plain(table):
         if not (isinstance(table, dict) and table.get("topology") in FAMILIES):
             return table
@@ -139,9 +139,8 @@ def without_defaults(text: str) -> str:
         return {k: v for k, v in table.items()
                 if not (k in defaults and type(v) is type(defaults[k]) and v == defaults[k])}
 
-    try:
-        value = json.loads(text)
-    except ValueError:
+    value = table_value(text)
+    if value is None:
         return text
     value = [plain(t) for t in value] if isinstance(value, list) else plain(value)
     return json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -662,7 +662,7 @@ def test_theory_takes_the_relaxations(monkeypatch):
     (["--n", "8", "--topology-y", '{"topology": "one_peer_exponential", "n": 8}'],
      ["topology_y='one_peer_exponential(n=8)'", 'the table {"topology": "ring"']),
     (["--n", "8", "--topology-y", "ring"],
-     ['\'{"topology": "ring", "n": 16, "self_weight": 0.5}\' (JSON) on the command line']),
+     ['\'{"topology": "ring", "n": 16, "self_weight": 0.5}\' (JSON, or TOML) on the']),
     (["--n", "8", "--topology-y", '{"topolgy": "complete", "n": 8}'],  # the key misspelled
      ["topology_y=", "this one has topolgy, n (topolgy: did you mean topology?)"]),
     (["--topology", "cycle", "--matrices", '[{"topology": "ring", "n": 8}, {"n": 8}]'],
@@ -672,6 +672,16 @@ def test_topology_errors_name_what_was_given_in_the_shells_terms(args, fragments
     """(A user trial: "needs W" where the option is --matrix, topology_y='complete' for a
     table, a TOML example beside "JSON on the command line".)"""
     one_error(invoke("run", "--steps", "1", *args), 2, *fragments)
+
+
+def test_tables_on_the_command_line_may_be_toml_as_in_grid_files():
+    """(A user trial: --param took TOML tables, --topology-y and --matrices JSON only.)"""
+    res = invoke("run", "--n", "8", "--d", "2", "--steps", "2", "--topology-y",
+                 '{topology = "complete", n = 8}')
+    assert res.exit_code == 0 and "topology_y  complete(n=8)" in res.output, res.output
+    res = invoke("run", "--topology", "cycle", "--d", "2", "--steps", "2", "--matrices",
+                 '[{topology = "ring", n = 8}, {topology = "complete", n = 8}]')
+    assert res.exit_code == 0 and "cycle(matrices=['ring(n=8" in res.output, res.output
 
 
 def test_a_topology_of_the_wrong_type_is_named_before_its_parameters():

@@ -526,6 +526,12 @@ def test_topology_tables_are_checked_and_kept_in_one_spelling(monkeypatch):
     cli = G.make_cell({"topology": "ring", "n": 8, "topology_y": '{"n": 8, "topology": '
                        '"ring", "self_weight": 0.5, "lazy": false}'})  # JSON, as the CLI gives it
     assert cli.params["topology_y"] == '{"n":8,"self_weight":0.5,"topology":"ring"}'
+    toml = G.make_cell({"topology": "ring", "n": 8, "topology_y": '{topology = "ring", n = 8, '
+                        'self_weight = 0.5}'})  # TOML on the command line: the same cell
+    assert toml.params["topology_y"] == cli.params["topology_y"] and toml.id == cli.id
+    steps = G.make_cell({"topology": "cycle", "matrices": '[{topology = "ring", n = 8}, '
+                         '{topology = "complete", n = 8}]'})
+    assert steps.id == G.parse_spec(cycle).cells()[0].id
 
 
 def test_topology_y_is_a_table_and_a_list_of_tables_an_axis(tmp_path):

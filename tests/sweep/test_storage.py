@@ -619,6 +619,7 @@ def test_a_table_valued_filter_matches_however_the_table_is_spelled(tmp_path):
                         ('{"topology": "complete", "n": 12}', "complete"),
                         ({"n": 12, "self_weight": 0.5, "topology": "ring"}, "ring"),
                         (typed, "ring"), ('{"self_weight":0.5,"n":12,"topology":"ring"}', "ring"),
+                        ('{topology = "complete", n = 12}', "complete"),  # TOML text
                         ({"topology": "complete", "n": 12, "lazy": False}, "complete")):  # a default
         cells, _ = load(tmp_path, where={"topology_y": where}, traces=False)
         assert len(cells) == 1 and want in cells["topology_y"].iloc[0], where

@@ -234,6 +234,8 @@ class DaskBackend:
     def _connect(self, address: str, scheduler: str, threads: int) -> None:
         distributed = self.distributed
         try:
+            if scheduler != "local":
+                _reachable(address)
             self.client = distributed.Client(address, timeout="20s")
         except OSError as err:
             raise FastGTError(f"scheduler={scheduler!r} is unreachable ({err}): allowed "
@@ -291,6 +293,18 @@ class DaskBackend:
 
 #: a Dask scheduler's address: [PROTOCOL://]HOST:PORT
 _ADDRESS = re.compile(r"^(?:[a-z]+://)?[^\s:/]+:\d+$")
+_TCP = re.compile(r"^(?:tcp://)?([^\s:/]+):(\d+)$")
+
+
+def _reachable(address: str) -> None:
+    """Raise OSError at once when a tcp:// scheduler's host is unknown or its port refuses
+    connections: Dask's Client retries those for its whole timeout (20 s for a mistyped
+    address, a trial found). Other protocols are left to the Client."""
+    import socket
+
+    m = _TCP.match(address)
+    if m:
+        socket.create_connection((m[1], int(m[2])), timeout=10).close()
 
 
 def check_executor(executor: str, scheduler: str | None) -> None:

@@ -20,6 +20,20 @@ from fastgt.sweep.storage import Store, load
 pytest.importorskip("dask.distributed")
 
 
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:1", "no-such-host.invalid:8786"])
+def test_a_refused_or_unknown_scheduler_fails_before_the_clients_retries(address, monkeypatch):
+    """(A trial: a mistyped address took the Client's 20 s timeout to fail.) A port that
+    refuses, a host that does not resolve: one line at once, the Client never asked."""
+    from dask import distributed
+
+    def never(*args, **kwargs):
+        raise AssertionError("the Client was asked to connect")
+
+    monkeypatch.setattr(distributed, "Client", never)
+    with pytest.raises(FastGTError, match=f"scheduler='{address}' is unreachable"):
+        DaskBackend(address, 1, 1)
+
+
 def test_grid_on_a_local_dask_cluster(tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text('[run]\ntopology = "ring"\nn = 30\nd = 4\nsteps = 2000\nrecord_every = 500\n'

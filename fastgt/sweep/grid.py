@@ -86,7 +86,9 @@ def canonical(params: dict) -> dict:
         if key in topo or key in prob:
             out[key] = val
         else:
-            raise _keyed(key, str(not_applicable(key, out["topology"], out["problem"])))
+            err = _keyed(key, str(not_applicable(key, out["topology"], out["problem"])))
+            err.inapplicable = True
+            raise err
     for key, default in {**topo, **prob}.items():
         if key not in out:
             if default is inspect.Parameter.empty:
@@ -294,7 +296,12 @@ class GridSpec:
         try:
             return make_cell(params)
         except FastGTError as err:
-            raise FastGTError(f"{self._loc(err.key, g)}: {err}") from None
+            # a [run] key reaches every [[grid]] table, those of another family too
+            hint = (f" ({err.key} is set in [run], so in every [[grid]] table: set it in the "
+                    "tables it applies to)"
+                    if getattr(err, "inapplicable", False) and self.grids
+                    and err.key in self.run and err.key not in self.grids[g] else "")
+            raise FastGTError(f"{self._loc(err.key, g)}: {err}{hint}") from None
 
     def _loc(self, key: str, g: int | None) -> str:
         return _location(self.source, self.where.get((g, key)) or self.where.get(("run", key)))

@@ -208,6 +208,10 @@ ERRORS = [
     ('[run]\ntopology = "ring"\nn = 8\n', ["--set", "steps"], ["--set='steps'", "key=value"]),
     ('[run]\ntopology = "cycle"\nmatrices = [1, 2]\n', [],
      ["line 3", "list in [run]"]),
+    (('[run]\nn = 8\n[[grid]]\ntopology = "ring"\n[[grid]]\ntopology = "cycle"\nmatrices = '
+      '[{topology = "ring", n = 8}]\n'), [],  # a trial: n in [run] for the ring's sake
+     ["line 2: n does not apply to topology 'cycle'", "(n is set in [run], so in every",
+      "[[grid]] table: set it in the tables it applies to)"]),
     ('[run]\ntopology = "cycle"\nmatrices = [{n = 8}]\n', [],
      ["line 3", "matrices={'n': 8} is invalid: allowed a topology table", "this one has n"]),
     ('[run]\ntopology = "cycle"\nmatrices = [{topology = "ring", n = 8}, "ring"]\n', [],
@@ -505,6 +509,13 @@ def test_a_list_of_tables_is_one_value_and_a_list_of_them_an_axis():
         '[{"n":8,"topology":"complete"},{"n":8,"topology":"ring"}]', '[{"n":8,"topology":"ring"}]']
     again = G.parse_spec(G.parse_spec(text).to_toml()).cells()  # DIR/grid.toml reads back
     assert [c.id for c in again] == [c.id for c in cells]
+
+
+def test_a_run_key_that_does_not_apply_hints_at_the_grid_tables_only_when_there_are_some():
+    with pytest.raises(FastGTError) as err:
+        G.parse_spec('[run]\ntopology = "complete"\nn = 8\nself_weight = 0.4\n').cells()
+    assert str(err.value).endswith("self_weight does not apply to topology 'complete': "
+                                   "allowed n, lazy"), err.value
 
 
 def test_topology_tables_are_checked_and_kept_in_one_spelling(monkeypatch):

@@ -388,6 +388,11 @@ def is_stable(W, algorithm: str, stepsize: float, problem="quadratic", local_ste
     return rate(W, algorithm, stepsize, problem, local_steps, topology_y) < 1.0
 
 
+def covers(algorithm: str, problem: str) -> bool:
+    """Whether ``stationary`` gives this algorithm's floors on this problem (by name)."""
+    return problem in CURVATURE and unsupported(algorithm, problem) is None
+
+
 def unsupported(algorithm: str, problem) -> str | None:
     """Why ``stationary`` does not cover this case, or None."""
     if algorithm == "dsgd" and getattr(problem, "name", problem) == "consensus":
@@ -504,7 +509,7 @@ def theory_columns(W, algorithm: str, stepsize: float, sigma2: float, problem_na
     cols = {f"theory_{m}": math.nan for m in STATIONARY_METRICS}
     cols["theory_rate"] = rate(W, algorithm, stepsize, problem_name, local_steps, topology_y)
     too_big = noise == "gaussian" and W.structure is None and W.n > min(dense_max, DENSE_MAX)
-    if unsupported(algorithm, problem_name) is None and not too_big:
+    if covers(algorithm, problem_name) and not too_big:
         with warnings.catch_warnings():  # an unstable cell's inf columns say it already
             warnings.simplefilter("ignore", FastGTWarning)
             st = stationary(W, algorithm, stepsize, sigma2, problem_name, noise, d, local_steps,

@@ -210,12 +210,10 @@ def _print_summary(res, W, err: bool = False) -> None:
         click.echo(f"{k:>18}  {v:.6g}" if isinstance(v, float) else f"{k:>18}  {v}",
                    err=err)
     if summary["status"] != "diverged":
-        from ..theory import CURVATURE, unsupported
+        from ..theory import covers
 
-        covered = config["problem"] in CURVATURE and not unsupported(config["algorithm"],
-                                                                     config["problem"])
         theory = " (`fastgt theory`: the exact floors, and the steps a plateau needs)" \
-            if covered else ""
+            if covers(config["algorithm"], config["problem"]) else ""
         click.echo("note: the metrics without final_ are plateaus, the mean of the records "
                    f"in the last half of the run{theory}", err=err)
 

@@ -86,9 +86,8 @@ def canonical(params: dict) -> dict:
         if key in topo or key in prob:
             out[key] = val
         else:
-            err = _keyed(key, str(not_applicable(key, out["topology"], out["problem"])))
-            err.inapplicable = True
-            raise err
+            raise _keyed(key, str(not_applicable(key, out["topology"], out["problem"])),
+                         inapplicable=True)
     for key, default in {**topo, **prob}.items():
         if key not in out:
             if default is inspect.Parameter.empty:
@@ -98,9 +97,11 @@ def canonical(params: dict) -> dict:
     return out
 
 
-def _keyed(key: str, msg: str) -> FastGTError:
+def _keyed(key: str, msg: str, inapplicable: bool = False) -> FastGTError:
+    """The error, with the parameter at fault (``key``) and whether it is one that does not
+    apply to the cell's topology or problem (``inapplicable``)."""
     err = FastGTError(msg)
-    err.key = key
+    err.key, err.inapplicable = key, inapplicable
     return err
 
 

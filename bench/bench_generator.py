@@ -3,13 +3,16 @@
     python bench/bench_generator.py [--d 96] [--rows 100000] [--repeats 9]
     python bench/bench_generator.py --tail [--d 10,20,50,100] [--rows 100000] [--repeats 9]
 
-Rows of d normals (whole groups of 16 coordinates), 1 thread, cache resident, four ways
+Rows of d normals (whole groups of 16 coordinates), 1 thread, cache resident, several ways
 in the same process, taking turns in every repeat:
 
-- fastgt: kernels/rng.py's fill_normals, called per row (the steps inline its group loop,
-  fill_padded);
-- fastgt's loop, inlined: the same loop and bits compiled into the bench's row loop, as the
-  variants below are and as the steps draw (no call per row): the variants' reference;
+- fastgt: kernels/rng.py's fill_normals, called per row (whole groups by draw_group: a
+  group's 8 pairs as explicit vectors);
+- fastgt, inlined: fill_padded compiled into the bench's row loop, as the steps draw (no
+  call per row);
+- pairs' loop, inlined: a loop over a group's 8 pairs of the scalar pair (normal_pair's
+  parts), which LLVM vectorizes (fastgt's draw until 2026-11-28), compiled into the row
+  loop as the variants below are: the variants' reference;
 - 4-pair bodies: the same bits (checked), the row as one loop over vectors of 4 pairs
   (one 256-bit vector of doubles) with the counter advanced by addition, where fastgt's
   loop body holds a group's 8 pairs (twice the live values: LLVM spills some);
@@ -54,7 +57,7 @@ import common
 #: polynomial terms of the lower-degree variant's sin and cos
 LOW_TERMS = 4
 #: the way that draws into float32 rows, and fastgt's loop compiled in the bench
-FLOAT32, GROUPS = "float32 rows", "fastgt's loop, inlined"
+FLOAT32, GROUPS = "float32 rows", "pairs' loop, inlined"
 
 
 def low_degree():
@@ -130,7 +133,8 @@ def kernels(S, C):
         return fill
 
     exact, cheap = pair_of(False), pair_of(True)
-    return {"fastgt": per_row(R.fill_normals), GROUPS: per_row(groups(exact)),
+    return {"fastgt": per_row(R.fill_normals), "fastgt, inlined": per_row(R.fill_padded),
+            GROUPS: per_row(groups(exact)),
             "4-pair bodies": per_row(vectors(exact)), "4-term sin/cos": per_row(groups(cheap)),
             "both": per_row(vectors(cheap)), FLOAT32: per_row(R.fill_normals)}
 
@@ -207,7 +211,8 @@ def main():
     for k, draw in ways.items():
         draw(outs[k], 64, key, scale, args.d)
     ref = outs["fastgt"]
-    for a, b in (("4-pair bodies", "fastgt"), (GROUPS, "fastgt"), ("both", "4-term sin/cos")):
+    for a, b in (("fastgt, inlined", "fastgt"), ("4-pair bodies", "fastgt"), (GROUPS, "fastgt"),
+                 ("both", "4-term sin/cos")):
         if not np.array_equal(outs[a], outs[b]):  # the loops draw the same values
             raise SystemExit(f"{a}: not the bits of {b}")
     diff = {k: float(np.abs(outs[k] - ref).max()) for k in ways}

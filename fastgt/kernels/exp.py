@@ -16,9 +16,9 @@ from math import factorial
 
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .lanes import I32, Lanes
 from .rounding import F64
 
 #: below it the value is 0 (exp(-708) = 3.3e-308: its 2^k, 2^-1021, is still a normal
@@ -32,19 +32,11 @@ _TAYLOR = [1.0 / factorial(j) for j in range(14)]
 
 def _exp_ir(builder, t, lanes: int):
     """The IR of exp(t) for a double (lanes 0) or a vector of ``lanes`` doubles."""
-    dbl, i64 = ir.DoubleType(), ir.IntType(64)
-    fty, ity = (dbl, i64) if not lanes else (ir.VectorType(dbl, lanes), ir.VectorType(i64, lanes))
-    fma_fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(fty, [fty] * 3),
-                                            "llvm.fma." + ("f64" if not lanes else f"v{lanes}f64"))
-
-    def const(x):
-        return ir.Constant(fty, x if not lanes else [x] * lanes)
-
-    def iconst(x):
-        return ir.Constant(ity, x if not lanes else [x] * lanes)
+    L = Lanes(builder, lanes)
+    const, iconst = L.f, L.i
 
     def fma(a, b, c):
-        return builder.call(fma_fn, [a, b, c])
+        return L.intrinsic("fma", a, b, c)
 
     low = builder.fcmp_ordered("<", t, const(LOWEST))
     tc = builder.select(low, const(LOWEST), t)  # NaN passes
@@ -60,8 +52,8 @@ def _exp_ir(builder, t, lanes: int):
     q0, q1, q2 = fma(p[1], r2, p[0]), fma(p[3], r2, p[2]), fma(p[5], r2, p[4])
     tail = fma(fma(q2, r4, q1), r4, q0)
     poly = builder.fadd(const(1.0), fma(r2, tail, r))
-    bits = builder.sub(builder.bitcast(kr, ity), builder.bitcast(const(_ROUND), ity))
-    scale = builder.bitcast(builder.shl(builder.add(bits, iconst(1023)), iconst(52)), fty)
+    bits = builder.sub(builder.bitcast(kr, L.ity), builder.bitcast(const(_ROUND), L.ity))
+    scale = builder.bitcast(builder.shl(builder.add(bits, iconst(1023)), iconst(52)), L.fty)
     return builder.select(low, const(0.0), builder.fmul(poly, scale))
 
 
@@ -86,12 +78,11 @@ def exp_neg4(typingctx, a, b, c, d):
     sig = types.UniTuple(F64, 4)(F64, F64, F64, F64)
 
     def codegen(context, builder, sig, args):
-        i32 = ir.IntType(32)
         v = ir.Constant(ir.VectorType(ir.DoubleType(), 4), ir.Undefined)
         for lane, x in enumerate(args):
-            v = builder.insert_element(v, x, i32(lane))
+            v = builder.insert_element(v, x, I32(lane))
         e = _exp_ir(builder, v, 4)
         return context.make_tuple(builder, sig.return_type,
-                                  [builder.extract_element(e, i32(lane)) for lane in range(4)])
+                                  [builder.extract_element(e, I32(lane)) for lane in range(4)])
 
     return sig, codegen

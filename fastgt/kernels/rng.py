@@ -12,9 +12,12 @@ is exactly the SplitMix64 sequence, started at a pseudo-random point derived fro
     angle = q pi/2 + phi,  (z0, z1) = r (cos angle, sin angle)
 
 log, sin and cos are polynomials (6 terms each, Chebyshev-economized, evaluated by
-Estrin's scheme) so that the loop vectorizes (libm calls would not): error <= 5.6e-14,
-far below the radius uniform's own resolution 2^-40 = 9.1e-13 (tests/kernels/test_rng.py checks
-the transform against numpy's log, sin and cos).
+Estrin's scheme), which vectorize where libm calls would not: error <= 5.6e-14, far below
+the radius uniform's own resolution 2^-40 = 9.1e-13 (tests/kernels/test_rng.py checks the
+transform against numpy's log, sin and cos). The float64 transform is written once, as
+LLVM IR (kernels/lanes.py), and emitted in two shapes with the same bits: a whole group's
+8 pairs as vectors (draw_group: 0.85-0.90x the time of the loop LLVM vectorized from the
+scalar pair, on an AVX2 core) and one pair as scalar code (normal_pair).
 
 A float32 array gets the same normals computed in float32 arithmetic (pair32: the same
 hash and uniforms, the log's range reduction on the radius uniform's exact float64 bits,
@@ -35,10 +38,12 @@ from math import comb, factorial
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS
-from .rounding import single, stored
+from .lanes import I32, I64, Lanes
+from .rounding import F32, F64, single, stored
 
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -87,12 +92,24 @@ def _as_u64(typingctx, x):
     return types.uint64(types.float64), codegen
 
 
-@njit(**SCALAR_FLAGS)
-def mix64(z):
-    """SplitMix64 output function (a bijection of uint64)."""
-    z = (z ^ (z >> np.uint64(30))) * M1
-    z = (z ^ (z >> np.uint64(27))) * M2
-    return z ^ (z >> np.uint64(31))
+def _mix64(L, z):
+    """SplitMix64's output function of z (64-bit integers, one or a vector: lanes.Lanes)."""
+    b = L.b
+    z = b.mul(b.xor(z, b.lshr(z, L.i(30))), L.i(M1))
+    z = b.mul(b.xor(z, b.lshr(z, L.i(27))), L.i(M2))
+    return b.xor(z, b.lshr(z, L.i(31)))
+
+
+@intrinsic
+def mix64(typingctx, z):
+    """SplitMix64 output function (a bijection of uint64; an int64 is taken as its bits)."""
+    if not isinstance(z, types.Integer) or z.bitwidth != 64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _mix64(Lanes(builder), args[0])
+
+    return types.uint64(z), codegen
 
 
 @njit(**SCALAR_FLAGS)
@@ -188,73 +205,200 @@ PHASE_CENTRE = 1.5 - 2.0**-23
 PHASE_CENTRE32 = np.float32(PHASE_CENTRE)
 
 
-@njit(**SCALAR_FLAGS)
-def _poly6(z, c):
+# The float64 transform, written once as IR (lanes.Lanes) for one pair or a vector of
+# PAIRS pairs: the scalar form is the intrinsics below, which numba inlines into its loops
+# (normal_pair, and its parts for the float32 transform and the benches); the vector form
+# draws a whole group (draw_group). Each expression keeps the order in which it was first
+# written in numba, so that LLVM fuses the same products: the float64 stream's bits are
+# unchanged (tests/kernels/test_rng.py checks them against the documented transform).
+
+
+def _poly6(L, z, c):
     """c[0] + c[1] z + ... + c[5] z^5 by Estrin's scheme (a shorter dependency chain than
     Horner's: measured 5-10% faster here)."""
-    z2 = z * z
-    return (c[0] + c[1] * z) + z2 * (c[2] + c[3] * z) + (z2 * z2) * (c[4] + c[5] * z)
+    b, f = L.b, L.f
+    z2 = b.fmul(z, z)
+    lo = b.fadd(f(c[0]), b.fmul(f(c[1]), z))
+    mid = b.fmul(z2, b.fadd(f(c[2]), b.fmul(f(c[3]), z)))
+    hi = b.fmul(b.fmul(z2, z2), b.fadd(f(c[4]), b.fmul(f(c[5]), z)))
+    return b.fadd(b.fadd(lo, mid), hi)
 
 
-@njit(**SCALAR_FLAGS)
-def _log_unit(u):
+def _pair_hash(L, rkey, m):
+    """The 64 bits of pair m (an int64, or a vector of them) of the row with key rkey."""
+    return _mix64(L, L.b.add(rkey, L.b.mul(L.b.add(m, L.i(1)), L.i(GOLDEN))))
+
+
+def _uniforms(L, h):
+    """(u1, q, phi / (pi/2)) of the pairs with hash bits h (layout in the module doc)."""
+    b, i = L.b, L.i
+    u1 = b.fsub(L.f(2.0), b.bitcast(b.or_(i(ONE_BITS), b.shl(b.lshr(h, i(24)), i(12))), L.fty))
+    q = b.and_(b.lshr(h, i(22)), i(3))
+    frac = b.fsub(b.bitcast(b.or_(i(ONE_BITS), b.lshr(b.shl(h, i(42)), i(12))), L.fty),
+                  L.f(PHASE_CENTRE))
+    return u1, q, frac
+
+
+def _log_unit(L, u):
     """ln(u) for u in (0, 1]: u = 2^e f with f in [sqrt(1/2), sqrt(2)) by integer arithmetic
     on the bits (no compare and select), then the atanh series in s = (f - 1) / (f + 1).
     The exponent field becomes a float by the 2^52 magic number (exact, and vectorizes
     without AVX-512's int64 -> double conversion)."""
-    bits = _as_u64(u) + (ONE_BITS - SQRT_HALF_BITS)
-    e = _as_f64((bits >> np.uint64(52)) | EXP_MAGIC_BITS) - EXP_OFFSET
-    f = _as_f64((bits & MANT) + SQRT_HALF_BITS)
-    s = (f - 1.0) / (f + 1.0)
-    return e * LN2 + 2.0 * s * _poly6(s * s, LOG_COEFS)
+    b, f, i = L.b, L.f, L.i
+    bits = b.add(b.bitcast(u, L.ity), i(ONE_BITS - SQRT_HALF_BITS))
+    e = b.fsub(b.bitcast(b.or_(b.lshr(bits, i(52)), i(EXP_MAGIC_BITS)), L.fty), f(EXP_OFFSET))
+    fm = b.bitcast(b.add(b.and_(bits, i(MANT)), i(SQRT_HALF_BITS)), L.fty)
+    s = b.fdiv(b.fsub(fm, f(1.0)), b.fadd(fm, f(1.0)))
+    return b.fadd(b.fmul(e, f(LN2)),
+                  b.fmul(b.fmul(f(2.0), s), _poly6(L, b.fmul(s, s), LOG_COEFS)))
 
 
-@njit(**SCALAR_FLAGS)
-def pair_uniforms(h):
-    """(u1, q, phi / (pi/2)) of one pair from its 64 hash bits (layout in the module doc)."""
-    u1 = 2.0 - _as_f64(ONE_BITS | ((h >> np.uint64(24)) << np.uint64(12)))
-    q = (h >> np.uint64(22)) & np.uint64(3)
-    frac = _as_f64(ONE_BITS | ((h << np.uint64(42)) >> np.uint64(12))) - PHASE_CENTRE
-    return u1, q, frac
+def _radius(L, u1, scale):
+    """scale * sqrt(-2 ln u1), the pairs' radius."""
+    return L.b.fmul(scale, L.intrinsic("sqrt", L.b.fmul(L.f(-2.0), _log_unit(L, u1))))
 
 
-@njit(**SCALAR_FLAGS)
-def radius(u1, scale):
-    """scale * sqrt(-2 ln u1), the pair's radius."""
-    return scale * np.sqrt(-2.0 * _log_unit(u1))
-
-
-@njit(**SCALAR_FLAGS)
-def sin_cos(frac):
+def _sin_cos(L, frac):
     """(sin phi, cos phi) of the phase phi = frac pi/2, |phi| < pi/4."""
-    x = frac * HALF_PI
-    x2 = x * x
-    return x * _poly6(x2, SIN_COEFS), _poly6(x2, COS_COEFS)
+    x = L.b.fmul(frac, L.f(HALF_PI))
+    x2 = L.b.fmul(x, x)
+    return L.b.fmul(x, _poly6(L, x2, SIN_COEFS)), _poly6(L, x2, COS_COEFS)
 
 
-@njit(**SCALAR_FLAGS)
-def rotated(r, q, sn, cs):
-    """r (cos, sin) of the angle q pi/2 + phi, from sin phi and cos phi."""
-    odd = (q & np.uint64(1)) != np.uint64(0)
-    a = sn if odd else cs
-    b = cs if odd else sn
-    a = -a if (q == np.uint64(1) or q == np.uint64(2)) else a
-    b = -b if q >= np.uint64(2) else b
-    return r * a, r * b
+def _rotated(L, r, q, sn, cs):
+    """r (cos, sin) of the angle q pi/2 + phi, from sin phi and cos phi (floats of L's type)."""
+    b, i = L.b, L.i
+    odd = b.icmp_unsigned("!=", b.and_(q, i(1)), i(0))
+    a, c = b.select(odd, sn, cs), b.select(odd, cs, sn)
+    flip = b.or_(b.icmp_unsigned("==", q, i(1)), b.icmp_unsigned("==", q, i(2)))
+    a = b.select(flip, L.neg(a), a)
+    c = b.select(b.icmp_unsigned(">=", q, i(2)), L.neg(c), c)
+    return b.fmul(r, a), b.fmul(r, c)
 
 
-@njit(**SCALAR_FLAGS)
-def pair_hash(rkey, m):
+def _normal_pair(L, rkey, m, scale):
+    """scale * (z0, z1) of pair m (or of a vector of pairs) of the row with key rkey."""
+    u1, q, frac = _uniforms(L, _pair_hash(L, rkey, m))
+    sn, cs = _sin_cos(L, frac)
+    return _rotated(L, _radius(L, u1, scale), q, sn, cs)
+
+
+@intrinsic
+def pair_hash(typingctx, rkey, m):
     """The 64 bits of pair m of the row with key rkey."""
-    return mix64(rkey + np.uint64(m + 1) * GOLDEN)
+    if rkey != types.uint64 or not isinstance(m, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        m64 = context.cast(builder, args[1], sig.args[1], types.int64)
+        return _pair_hash(Lanes(builder), args[0], m64)
+
+    return types.uint64(types.uint64, m), codegen
 
 
-@njit(**SCALAR_FLAGS)
-def normal_pair(rkey, m, scale):
+@intrinsic
+def pair_uniforms(typingctx, h):
+    """(u1, q, phi / (pi/2)) of one pair from its 64 hash bits (layout in the module doc)."""
+    if h != types.uint64:
+        return None
+    sig = types.Tuple((F64, types.uint64, F64))(types.uint64)
+
+    def codegen(context, builder, sig, args):
+        return context.make_tuple(builder, sig.return_type, _uniforms(Lanes(builder), args[0]))
+
+    return sig, codegen
+
+
+@intrinsic
+def radius(typingctx, u1, scale):
+    """scale * sqrt(-2 ln u1), the pair's radius."""
+    if u1 != F64 or scale != F64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _radius(Lanes(builder), *args)
+
+    return F64(F64, F64), codegen
+
+
+@intrinsic
+def sin_cos(typingctx, frac):
+    """(sin phi, cos phi) of the phase phi = frac pi/2, |phi| < pi/4."""
+    if frac != F64:
+        return None
+    sig = types.UniTuple(F64, 2)(F64)
+
+    def codegen(context, builder, sig, args):
+        return context.make_tuple(builder, sig.return_type, _sin_cos(Lanes(builder), args[0]))
+
+    return sig, codegen
+
+
+@intrinsic
+def rotated(typingctx, r, q, sn, cs):
+    """r (cos, sin) of the angle q pi/2 + phi, from sin phi and cos phi: in float32 when
+    all three are float32 (the float32 transform's), else in float64."""
+    fl = (r, sn, cs)
+    if q != types.uint64 or any(t not in (F64, F32) for t in fl):
+        return None
+    ty = F32 if all(t == F32 for t in fl) else F64
+    sig = types.UniTuple(ty, 2)(ty, q, ty, ty)
+
+    def codegen(context, builder, sig, args):
+        L = Lanes(builder, fp=context.get_value_type(ty))
+        return context.make_tuple(builder, sig.return_type, _rotated(L, *args))
+
+    return sig, codegen
+
+
+@intrinsic
+def normal_pair(typingctx, rkey, m, scale):
     """scale * (z0, z1), the standard normals of pair m of the row with key rkey."""
-    u1, q, frac = pair_uniforms(pair_hash(rkey, m))
-    sn, cs = sin_cos(frac)
-    return rotated(radius(u1, scale), q, sn, cs)
+    if rkey != types.uint64 or not isinstance(m, types.Integer) or scale != F64:
+        return None
+    sig = types.UniTuple(F64, 2)(rkey, m, scale)
+
+    def codegen(context, builder, sig, args):
+        m64 = context.cast(builder, args[1], sig.args[1], types.int64)
+        z = _normal_pair(Lanes(builder), args[0], m64, args[2])
+        return context.make_tuple(builder, sig.return_type, z)
+
+    return sig, codegen
+
+
+@intrinsic
+def draw_group(typingctx, out, r, rkey, g, scale):
+    """out[r, 16 g:16 g + 16] = scale * z_k, group g of the row with key rkey (a float64
+    2-d array): its PAIRS pairs as vectors, z0 and z1 stored as two runs of PAIRS (layout in
+    the module doc); the values of normal_pair, lane by lane."""
+    if not (isinstance(out, types.Array) and out.ndim == 2 and out.dtype == F64
+            and isinstance(r, types.Integer) and rkey == types.uint64
+            and isinstance(g, types.Integer) and scale == F64):
+        return None
+    sig = types.void(out, r, rkey, g, scale)
+
+    def codegen(context, builder, sig, args):
+        aty = sig.args[0]
+        r64, g64 = (context.cast(builder, args[j], sig.args[j], types.int64) for j in (1, 3))
+        L = Lanes(builder, PAIRS)
+        m = builder.add(L.splat(builder.mul(g64, I64(PAIRS))), L.iota())
+        zs = _normal_pair(L, L.splat(args[2]), m, L.splat(args[4]))
+        arr = context.make_array(aty)(context, builder, args[0])
+        shape, strides = cgutils.unpack_tuple(builder, arr.shape), cgutils.unpack_tuple(builder, arr.strides)
+        for half, z in enumerate(zs):
+            k = builder.add(builder.mul(g64, I64(2 * PAIRS)), I64(PAIRS * half))
+            if aty.layout == "C":  # the run in one store
+                p = cgutils.get_item_pointer2(context, builder, arr.data, shape, strides, "C",
+                                              [r64, k])
+                builder.store(z, builder.bitcast(p, L.fty.as_pointer()), align=8)
+                continue
+            for j in range(PAIRS):
+                p = cgutils.get_item_pointer2(context, builder, arr.data, shape, strides,
+                                              aty.layout, [r64, builder.add(k, I64(j))])
+                builder.store(builder.extract_element(z, I32(j)), p)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @njit(**SCALAR_FLAGS)
@@ -304,16 +448,32 @@ def pair_for(out, rkey, m, scale):
     return normal_pair(rkey, m, scale)
 
 
-@njit(**INLINE_FLAGS)
 def fill_groups(rkey, out, r, scale, groups):
-    """out[r, :16 * groups] = scale * z_k, the row's first ``groups`` whole groups (the loop
-    LLVM vectorizes over a group's PAIRS pairs)."""
+    """out[r, :16 * groups] = scale * z_k, the row's first ``groups`` whole groups. Compiled
+    code only: numba takes the implementation for out's type (_fill_groups), inlined."""
+    raise TypeError("fill_groups is called from numba code only")
+
+
+@overload(fill_groups, inline="always")
+def _fill_groups(rkey, out, r, scale, groups):
+    """fill_groups for out's type: a float64 row by draw_group, group by group (the
+    float64 transform as explicit vectors: fewer instructions than the loop LLVM vectorizes
+    from the scalar pair, docs/performance.md, The normal generator), a float32 row by the
+    loop LLVM vectorizes over a group's PAIRS pairs (pair32)."""
     G = 2 * PAIRS
-    for g in range(groups):
-        for j in range(PAIRS):
-            z0, z1 = pair_for(out, rkey, PAIRS * g + j, scale)
-            out[r, G * g + j] = z0
-            out[r, G * g + PAIRS + j] = z1
+    if out.dtype == F64:
+        def groups64(rkey, out, r, scale, groups):
+            for g in range(groups):
+                draw_group(out, r, rkey, g, scale)
+        return groups64
+
+    def groups32(rkey, out, r, scale, groups):
+        for g in range(groups):
+            for j in range(PAIRS):
+                z0, z1 = pair32(pair_hash(rkey, PAIRS * g + j), stored(out, scale))
+                out[r, G * g + j] = z0
+                out[r, G * g + PAIRS + j] = z1
+    return groups32
 
 
 @njit(**INLINE_FLAGS)

@@ -22,6 +22,7 @@ from fastgt.kernels.rng import (
     STREAM_X0,
     fill_normals,
     fill_padded,
+    normal_pair,
     pair32,
     row_key,
     step_key,
@@ -99,6 +100,31 @@ def test_box_muller_transform_matches_numpy(width):
     assert POLY_ERROR < 6e-14
     assert worst < 2e-13
 
+
+
+@njit(fastmath={"contract"}, error_model="numpy")
+def _pairs_one_by_one(rkey, pairs, scale):
+    out = np.empty((pairs, 2))
+    for m in range(pairs):
+        out[m, 0], out[m, 1] = normal_pair(rkey, m, scale)
+    return out
+
+
+@pytest.mark.parametrize("order", ["C", "F", "every other row"])
+def test_group_vectors_have_the_scalar_pairs_bits(order):
+    """A whole group is drawn as vectors of 8 pairs (rng.draw_group), a partial group's
+    pairs one at a time (normal_pair): both are the transform's one IR definition, and each
+    lane must have the scalar pair's bits, whatever the row's memory layout (a C row takes
+    two vector stores, another layout one store per lane)."""
+    width, scale = 48, 0.75
+    for rkey in (np.uint64(0), np.uint64(2**64 - 1), np.uint64(987654321)):
+        pairs = _pairs_one_by_one(rkey, 3 * 8, scale)
+        want = ref.grouped(pairs[:, 0], pairs[:, 1], width)
+        base = np.zeros((6, width), order="F" if order == "F" else "C")
+        out = base[::2] if order == "every other row" else base
+        fill_padded(rkey, out, 1, scale, width)
+        assert np.array_equal(out[1], want)
+        assert not np.any(np.delete(base, 2 if order == "every other row" else 1, axis=0))
 
 #: the float32 transform's bound for scale = 1, in units u = 2^-24 (float32's unit
 #: roundoff) of the pair's radius r: an estimate, not a proof. The radius's roundings
@@ -253,8 +279,9 @@ def _indices(keys, draws, m):
 def test_uniform_index_is_uniform_and_independent_of_the_rows_normals(m):
     """Minibatch indices: every value in [0, m), counts uniform (chi-square p > 1e-4), and
     uncorrelated with the normals drawn from the same row key (|r| < 5 SE)."""
-    keys = np.array([row_key(step_key(stream_key(9, STREAM_NOISE), t), 3) for t in range(4000)],
-                    dtype=np.uint64)
+    u64 = np.uint64  # keys as the kernels type them (a Python int above 2^63 is not an int64)
+    keys = np.array([row_key(u64(step_key(u64(stream_key(9, STREAM_NOISE)), t)), 3)
+                     for t in range(4000)], dtype=np.uint64)
     idx = _indices(keys, 25, m)
     assert idx.min() >= 0 and idx.max() < m
     if m > 1:

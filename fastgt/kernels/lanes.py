@@ -1,0 +1,66 @@
+"""LLVM IR on one value or on a vector of ``lanes`` values, for code written once as IR
+builders and emitted in either shape (the normal transform: rng.py; exp: exp.py).
+
+numba's loops vectorize scalar code well, but not everywhere: a whole generator group
+drawn as explicit vectors takes fewer instructions than the loop LLVM vectorizes from the
+scalar pair (docs/performance.md, The normal generator), and a libm call does not vectorize
+at all (exp.py). Written once here, the scalar form (a numba intrinsic, inlined into the
+loops that call it) and the vector form are the same operations in the same order, so
+every lane has the scalar form's bits. Float operations are emitted without flags: numba's
+fastmath pass gives them the kernel's ("contract") as it does its own code's, so LLVM fuses
+the same products in both forms as in numba code written the same way.
+"""
+
+from llvmlite import ir
+from numba.core import cgutils
+
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+DOUBLE = ir.DoubleType()
+
+
+class Lanes:
+    """An IR builder's emitter for one shape: scalars (lanes 0) or vectors of ``lanes``
+    values, floats of type ``fp`` (double or float) and 64-bit integers."""
+
+    def __init__(self, builder, lanes: int = 0, fp=DOUBLE):
+        self.b, self.lanes = builder, lanes
+        self.fty, self.ity = self.shaped(fp), self.shaped(I64)
+
+    def shaped(self, ty):
+        return ty if not self.lanes else ir.VectorType(ty, self.lanes)
+
+    def f(self, x):
+        """The float constant x in every lane."""
+        return ir.Constant(self.fty, float(x) if not self.lanes else [float(x)] * self.lanes)
+
+    def i(self, x):
+        """The 64-bit integer constant x (taken modulo 2^64) in every lane."""
+        x = int(x) & (2**64 - 1)
+        return ir.Constant(self.ity, x if not self.lanes else [x] * self.lanes)
+
+    def iota(self):
+        """0, 1, ..., lanes - 1 as 64-bit integers."""
+        return ir.Constant(self.ity, list(range(self.lanes)))
+
+    def splat(self, x):
+        """A scalar value in every lane (itself for scalars)."""
+        if not self.lanes:
+            return x
+        vec = ir.VectorType(x.type, self.lanes)
+        one = self.b.insert_element(ir.Constant(vec, ir.Undefined), x, I32(0))
+        return self.b.shuffle_vector(one, ir.Constant(vec, ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32, self.lanes), [0] * self.lanes))
+
+    def intrinsic(self, name: str, *args):
+        """A call of LLVM's float intrinsic ``name`` (fma, sqrt, ...) of this shape."""
+        width = "f64" if self.fty in (DOUBLE, self.shaped(DOUBLE)) else "f32"
+        suffix = width if not self.lanes else f"v{self.lanes}{width}"
+        fn = cgutils.get_or_insert_function(self.b.module,
+                                            ir.FunctionType(self.fty, [self.fty] * len(args)),
+                                            f"llvm.{name}.{suffix}")
+        return self.b.call(fn, list(args))
+
+    def neg(self, x):
+        """-x as numba negates a float (0 - x with a negative zero: signs of zeros kept)."""
+        return self.b.fsub(self.f(-0.0), x)

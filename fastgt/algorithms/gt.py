@@ -24,6 +24,7 @@ from collections import namedtuple
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS, SCALAR_FLAGS
 from ..kernels import jit, rows
+from ..kernels.lanes import scalar_intrinsic
 from ..kernels.mixing import FUSED_MAX, column_means, head3, mix3, mix5, mix_row, next2
 from ..kernels.oracles import DIAGONAL, NONE, grad_row
 from ..kernels.rounding import stored
@@ -35,6 +36,22 @@ from .base import Algorithm, Batch, Costs, gradient_rows, gradients, initial_poi
 #: cell c's views: X, Y now and next, G (rows, or none), a gradient row per block, the next
 #: buffers of the mixed arrays
 View = namedtuple("View", "X Xn Y Yn G GS mixed", module=__name__)
+
+
+def emit_tracked_x(L, xm, ym, gamma):
+    """x' = (W X)_ik - gamma (W Y)_ik, row i's new coordinate k from its mixed values."""
+    return L.b.fsub(xm, L.b.fmul(gamma, ym))
+
+
+def emit_tracked_y(L, ym, g, gp):
+    """y' = (W Y)_ik + (g' - g): the tracking variable's new coordinate from its mixed
+    value, the new gradient's coordinate g' and the previous one's g."""
+    return L.b.fadd(ym, L.b.fsub(g, gp))
+
+
+#: GT's update as every path computes it (its scalar loops here, its vector rows), one
+#: coordinate at a time in numba's loops
+tracked_x, tracked_y = scalar_intrinsic(emit_tracked_x), scalar_intrinsic(emit_tracked_y)
 
 
 @template(**INLINE_FLAGS)
@@ -76,18 +93,18 @@ def update(view, cm, co, node, last):
         # plain step keeps the loop above exactly as it was)
         gy = stored(Xn, cm.gamma)  # in the state's type
         for k in range(d):
-            Xn[i, k] = Xn[i, k] - gy * Yn[i, k]
+            Xn[i, k] = tracked_x(Xn[i, k], Yn[i, k], gy)
         mix_row(Yn, i, Y, cm.yindptr, cm.yindices, cm.yw, cm.ybeta, cm.m1, cm.yahead)
     gamma = stored(Xn, 0.0 if cm.ysep else cm.gamma)  # a float32 state's: float32
     if not DIAGONAL:
         if not paired:
             for k in range(d):
-                Xn[i, k] = Xn[i, k] - gamma * Yn[i, k]
+                Xn[i, k] = tracked_x(Xn[i, k], Yn[i, k], gamma)
         GS, b = view.GS, node.b
         grad_row(co, node, Xn, i, GS, b)
         for k in range(d):
             g = stored(G, GS[b, k])
-            Yn[i, k] += g - G[i, k]
+            Yn[i, k] = tracked_y(Yn[i, k], g, G[i, k])
             G[i, k] = g
         return
     N, dv, rn, v, u = co.N, co.dv, node.rn, node.v, node.u
@@ -98,15 +115,16 @@ def update(view, cm, co, node, last):
         # so that the recomputed gradient is the one stored G would hold; float64: as is)
         if co.data.hetero and co.kind != NONE:
             for k in range(d):
-                x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
+                x = stored(Xn, tracked_x(Xn[i, k], Yn[i, k], gamma))
                 gk = stored(Xn, grad_het(N, rn, k, v, u, dv, x, A, B, i))
-                Yn[i, k] += gk - stored(Xn, grad_het(N, rp, k, v, u, dv, X[i, k], A, B, i))
+                Yn[i, k] = tracked_y(Yn[i, k], gk,
+                                     stored(Xn, grad_het(N, rp, k, v, u, dv, X[i, k], A, B, i)))
                 Xn[i, k] = x
         elif co.data.hetero:  # no noise (grad_het_exact: the same bits)
             for k in range(d):
-                x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
-                Yn[i, k] += (stored(Xn, grad_het_exact(k, x, A, B, i))
-                             - stored(Xn, grad_het_exact(k, X[i, k], A, B, i)))
+                x = stored(Xn, tracked_x(Xn[i, k], Yn[i, k], gamma))
+                Yn[i, k] = tracked_y(Yn[i, k], stored(Xn, grad_het_exact(k, x, A, B, i)),
+                                     stored(Xn, grad_het_exact(k, X[i, k], A, B, i)))
                 Xn[i, k] = x
         elif co.kind != NONE:
             for k in range(d):
@@ -117,16 +135,16 @@ def update(view, cm, co, node, last):
                 Xn[i, k], Yn[i, k] = exact(view, co, node, gamma, k, Xn[i, k], Yn[i, k])
     elif co.data.hetero:
         for k in range(d):
-            x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
+            x = stored(Xn, tracked_x(Xn[i, k], Yn[i, k], gamma))
             gk = stored(G, grad_het(N, rn, k, v, u, dv, x, A, B, i))
-            Yn[i, k] += gk - G[i, k]
+            Yn[i, k] = tracked_y(Yn[i, k], gk, G[i, k])
             G[i, k] = gk
             Xn[i, k] = x
     else:
         for k in range(d):
-            x = stored(Xn, Xn[i, k] - gamma * Yn[i, k])
+            x = stored(Xn, tracked_x(Xn[i, k], Yn[i, k], gamma))
             gk = stored(G, grad_hom(N, rn, k, v, u, dv, x, a0))
-            Yn[i, k] += gk - G[i, k]
+            Yn[i, k] = tracked_y(Yn[i, k], gk, G[i, k])
             G[i, k] = gk
             Xn[i, k] = x
 
@@ -141,18 +159,18 @@ def update(view, cm, co, node, last):
 def recomputed(view, co, node, rp, gamma, k, xm, ym):
     """Structured noise: g(x_i) recomputed from x_i and the previous step's draw (row rp)."""
     Xn, N, v, u, dv, a0 = view.Xn, co.N, node.v, node.u, co.dv, co.data.a0
-    x = stored(Xn, xm - gamma * ym)
+    x = stored(Xn, tracked_x(xm, ym, gamma))
     gk = stored(Xn, grad_hom(N, node.rn, k, v, u, dv, x, a0))
-    return x, ym + (gk - stored(Xn, grad_hom(N, rp, k, v, u, dv, view.X[node.i, k], a0)))
+    return x, tracked_y(ym, gk, stored(Xn, grad_hom(N, rp, k, v, u, dv, view.X[node.i, k], a0)))
 
 
 @jit(**SCALAR_FLAGS)
 def exact(view, co, node, gamma, k, xm, ym):
     """No noise: both gradients exact (grad_exact), g(x_i) recomputed."""
     Xn, a0 = view.Xn, co.data.a0
-    x = stored(Xn, xm - gamma * ym)
-    return x, ym + (stored(Xn, grad_exact(x, a0))
-                    - stored(Xn, grad_exact(view.X[node.i, k], a0)))
+    x = stored(Xn, tracked_x(xm, ym, gamma))
+    return x, tracked_y(ym, stored(Xn, grad_exact(x, a0)),
+                        stored(Xn, grad_exact(view.X[node.i, k], a0)))
 
 
 @jit(**INLINE_FLAGS)
@@ -216,13 +234,14 @@ def fused_mixes(view, i, indices, w, e0, m, beta, mx, my, gamma):
     if m == 3:
         for k in range(d):
             ym = mix3(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, beta, my)
-            Xn[i, k] = mix3(Xn, X, i, k, j0, w0, j1, w1, j2, w2, beta, mx) - gamma * ym
+            Xn[i, k] = tracked_x(mix3(Xn, X, i, k, j0, w0, j1, w1, j2, w2, beta, mx), ym, gamma)
             Yn[i, k] = ym
         return
     j3, w3, j4, w4 = next2(Xn, indices, w, e0)
     for k in range(d):
         ym = mix5(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, my)
-        Xn[i, k] = mix5(Xn, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mx) - gamma * ym
+        Xn[i, k] = tracked_x(mix5(Xn, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mx),
+                             ym, gamma)
         Yn[i, k] = ym
 
 

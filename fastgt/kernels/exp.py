@@ -19,7 +19,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from .lanes import I32, Lanes
-from .rounding import F64
+from .rounding import F64, emit_fma
 
 #: below it the value is 0 (exp(-708) = 3.3e-308: its 2^k, 2^-1021, is still a normal
 #: double's)
@@ -36,7 +36,7 @@ def _exp_ir(builder, t, lanes: int):
     const, iconst = L.f, L.i
 
     def fma(a, b, c):
-        return L.intrinsic("fma", a, b, c)
+        return emit_fma(L, a, b, c)
 
     low = builder.fcmp_ordered("<", t, const(LOWEST))
     tc = builder.select(low, const(LOWEST), t)  # NaN passes

@@ -12,7 +12,9 @@ the same products in both forms as in numba code written the same way.
 """
 
 from llvmlite import ir
+from numba import types
 from numba.core import cgutils
+from numba.extending import intrinsic
 
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
@@ -64,3 +66,43 @@ class Lanes:
     def neg(self, x):
         """-x as numba negates a float (0 - x with a negative zero: signs of zeros kept)."""
         return self.b.fsub(self.f(-0.0), x)
+
+
+def float_type(args):
+    """The type numba computes a float expression of ``args`` in: float32 when every one is
+    float32, float64 when each is float32 or float64 (float32 widened), else None."""
+    if not all(t in (types.float32, types.float64) for t in args):
+        return None
+    return types.float32 if all(t == types.float32 for t in args) else types.float64
+
+
+def scalar_intrinsic(emit):
+    """A numba intrinsic of ``emit_NAME(L, *values)``'s scalar form (named NAME, with its
+    docstring): the arguments, floats, taken in float_type's type
+    (numba casts them), the value of that type: numba code written ``emit``'s way."""
+
+    def typed(*args):
+        ty = float_type(args)
+        if ty is None:
+            return None
+
+        def codegen(context, builder, sig, values):
+            return emit(Lanes(builder, fp=context.get_value_type(ty)), *values)
+
+        return ty(*[ty] * len(args)), codegen
+
+    # numba takes an intrinsic's arity from its signature (a *args would be a tuple)
+    arity = emit.__code__.co_argcount - 1
+    if arity == 2:
+        def typer(typingctx, a, b):
+            return typed(a, b)
+    elif arity == 3:
+        def typer(typingctx, a, b, c):
+            return typed(a, b, c)
+    else:
+        raise ValueError(f"{emit.__name__}: 2 or 3 values, not {arity}")
+
+    typer.__name__ = typer.__qualname__ = emit.__name__.removeprefix("emit_")
+    typer.__doc__ = emit.__doc__
+    typer.__module__ = emit.__module__
+    return intrinsic(typer)

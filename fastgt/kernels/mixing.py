@@ -10,10 +10,13 @@ as the row's arithmetic.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS, SMALL_RUN
-from .rounding import prefetch_row, single, stored
+from .lanes import Lanes
+from .rounding import F32, FLOATS, prefetch_row, stored
 
 #: index 0 as a typed int64 for kernel calls: a literal 0 argument would make numba compile
 #: one more copy of the callee (a Literal[int](0) signature)
@@ -76,16 +79,21 @@ def prefetch_ahead(X, i, indptr, indices, ahead):
                 prefetch_row(X, j)
 
 
-@njit(**SCALAR_FLAGS)
-def pull(out, w, xj, xi):
-    """One entry's term of a row of W X as mix_row sums it into ``out``: w x_j (float64
-    state), or w (x_j - x_i) (float32: the Laplacian form, which settle adds to x_i)."""
-    return w * (xj - xi) if single(out) else w * xj
+# A row's arithmetic, written once as LLVM IR (kernels/lanes.py): numba's loops take it as
+# scalar intrinsics (mixed, pull), a vector kernel as vectors of a row's coordinates
+# (gt.py's fused Setup A row); the same operations in the same order, the same bits.
 
 
-@njit(**SCALAR_FLAGS)
-def settle(out, xi, s):
-    """The row's value from its terms' sum ``s`` (pull): s (float64), x_i + s (float32).
+def emit_pull(L, single, w, xj, xi):
+    """One entry's term of a row of W X as it is summed: w x_j (float64 state), or
+    w (x_j - x_i) (float32: the Laplacian form, which emit_mixed adds to x_i)."""
+    return L.b.fmul(w, L.b.fsub(xj, xi)) if single else L.b.fmul(w, xj)
+
+
+def emit_mixed(L, single, xi, ws, xs):
+    """Row i's value from its terms' weights ``ws`` and values ``xs`` (the mean term's
+    among them: beta and the column mean), added in order: the sum (float64), x_i + the
+    sum (float32).
 
     A float32 state mixes in the Laplacian form, x_i + sum_j w_ij (x_j - x_i), the
     diagonal's own term 0: its row sums are exactly 1 whatever the weights' rounding (the
@@ -95,32 +103,67 @@ def settle(out, xi, s):
     rounds at every term, a float32 GT run's mean ended 7e-5 relative from float64's after
     40000 steps of stepsize 2e-4 (ring of 12, heterogeneous quadratic, no noise); in this
     form 4e-6 (and 6e-6 with float64 arithmetic rounded on store, before float32 states
-    computed in float32). Float64 states keep sum_j w_ij x_j, and their bits. (single() is
-    a constant: LLVM drops the branch not taken.)"""
-    return xi + s if single(out) else s
+    computed in float32). Float64 states keep sum_j w_ij x_j, and their bits."""
+    s = emit_pull(L, single, ws[0], xs[0], xi)
+    for w, x in zip(ws[1:], xs[1:]):
+        s = L.b.fadd(s, emit_pull(L, single, w, x, xi))
+    return L.b.fadd(xi, s) if single else s
 
 
-@njit(**SCALAR_FLAGS)
-def terms3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean, xi):
-    """The sum of a row's first 3 entries' terms and the mean term's (pull), in entry order."""
-    return (pull(out, w0, X[j0, k], xi) + pull(out, beta, mean[k], xi)
-            + pull(out, w1, X[j1, k], xi) + pull(out, w2, X[j2, k], xi))
+def _row_type(out, *values):
+    """The float type of ``out``'s elements when every value (a number or a tuple of them)
+    is of it, else None (an intrinsic's typing: a value of another type is a caller's
+    error, which numba then reports)."""
+    if not (isinstance(out, types.Array) and out.dtype in FLOATS):
+        return None
+    for v in values:
+        if (v.dtype if isinstance(v, types.UniTuple) else v) != out.dtype:
+            return None
+    return out.dtype
+
+
+@intrinsic
+def pull(typingctx, out, w, xj, xi):
+    """One entry's term of row i of W X as mix_row sums it into ``out`` (_pull)."""
+    ty = _row_type(out, w, xj, xi)
+    if ty is None:
+        return None
+
+    def codegen(context, builder, sig, args):
+        L = Lanes(builder, fp=context.get_value_type(ty))
+        return emit_pull(L, ty == F32, *args[1:])
+
+    return ty(out, ty, ty, ty), codegen
+
+
+@intrinsic
+def mixed(typingctx, out, xi, ws, xs):
+    """Row i's value, as ``out`` holds it, from its terms in order (emit_mixed): ws and xs are
+    tuples of the weights and values (the mean term's beta and column mean among them)."""
+    ty = _row_type(out, xi, ws, xs)
+    if ty is None or not isinstance(ws, types.UniTuple) or ws.count != getattr(xs, "count", -1):
+        return None
+
+    def codegen(context, builder, sig, args):
+        L = Lanes(builder, fp=context.get_value_type(ty))
+        ws_, xs_ = (cgutils.unpack_tuple(builder, t) for t in args[2:])
+        return emit_mixed(L, ty == F32, args[1], ws_, xs_)
+
+    return ty(out, ty, ws, xs), codegen
 
 
 @njit(**SCALAR_FLAGS)
 def mix3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean):
     """Coordinate k of row i of W X for a row of 3 entries (and the mean term), as ``out``
-    holds it (pull, settle): the one expression of mix_row's fused pass and D-SGD's."""
-    xi = X[i, k]
-    return settle(out, xi, terms3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean, xi))
+    holds it (emit_mixed): the one expression of mix_row's fused pass and D-SGD's."""
+    return mixed(out, X[i, k], (w0, beta, w1, w2), (X[j0, k], mean[k], X[j1, k], X[j2, k]))
 
 
 @njit(**SCALAR_FLAGS)
 def mix5(out, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean):
     """mix3 for a row's first FUSED_MAX entries: two terms more, added in order."""
-    xi = X[i, k]
-    return settle(out, xi, terms3(out, X, i, k, j0, w0, j1, w1, j2, w2, beta, mean, xi)
-                  + pull(out, w3, X[j3, k], xi) + pull(out, w4, X[j4, k], xi))
+    return mixed(out, X[i, k], (w0, beta, w1, w2, w3, w4),
+                 (X[j0, k], mean[k], X[j1, k], X[j2, k], X[j3, k], X[j4, k]))
 
 
 @njit(**SCALAR_FLAGS)

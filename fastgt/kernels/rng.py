@@ -92,7 +92,7 @@ def _as_u64(typingctx, x):
     return types.uint64(types.float64), codegen
 
 
-def _mix64(L, z):
+def emit_mix64(L, z):
     """SplitMix64's output function of z (64-bit integers, one or a vector: lanes.Lanes)."""
     b = L.b
     z = b.mul(b.xor(z, b.lshr(z, L.i(30))), L.i(M1))
@@ -107,7 +107,7 @@ def mix64(typingctx, z):
         return None
 
     def codegen(context, builder, sig, args):
-        return _mix64(Lanes(builder), args[0])
+        return emit_mix64(Lanes(builder), args[0])
 
     return types.uint64(z), codegen
 
@@ -213,7 +213,7 @@ PHASE_CENTRE32 = np.float32(PHASE_CENTRE)
 # unchanged (tests/kernels/test_rng.py checks them against the documented transform).
 
 
-def _poly6(L, z, c):
+def emit_poly6(L, z, c):
     """c[0] + c[1] z + ... + c[5] z^5 by Estrin's scheme (a shorter dependency chain than
     Horner's: measured 5-10% faster here)."""
     b, f = L.b, L.f
@@ -224,12 +224,12 @@ def _poly6(L, z, c):
     return b.fadd(b.fadd(lo, mid), hi)
 
 
-def _pair_hash(L, rkey, m):
+def emit_pair_hash(L, rkey, m):
     """The 64 bits of pair m (an int64, or a vector of them) of the row with key rkey."""
-    return _mix64(L, L.b.add(rkey, L.b.mul(L.b.add(m, L.i(1)), L.i(GOLDEN))))
+    return emit_mix64(L, L.b.add(rkey, L.b.mul(L.b.add(m, L.i(1)), L.i(GOLDEN))))
 
 
-def _uniforms(L, h):
+def emit_uniforms(L, h):
     """(u1, q, phi / (pi/2)) of the pairs with hash bits h (layout in the module doc)."""
     b, i = L.b, L.i
     u1 = b.fsub(L.f(2.0), b.bitcast(b.or_(i(ONE_BITS), b.shl(b.lshr(h, i(24)), i(12))), L.fty))
@@ -239,7 +239,7 @@ def _uniforms(L, h):
     return u1, q, frac
 
 
-def _log_unit(L, u):
+def emit_log_unit(L, u):
     """ln(u) for u in (0, 1]: u = 2^e f with f in [sqrt(1/2), sqrt(2)) by integer arithmetic
     on the bits (no compare and select), then the atanh series in s = (f - 1) / (f + 1).
     The exponent field becomes a float by the 2^52 magic number (exact, and vectorizes
@@ -250,22 +250,22 @@ def _log_unit(L, u):
     fm = b.bitcast(b.add(b.and_(bits, i(MANT)), i(SQRT_HALF_BITS)), L.fty)
     s = b.fdiv(b.fsub(fm, f(1.0)), b.fadd(fm, f(1.0)))
     return b.fadd(b.fmul(e, f(LN2)),
-                  b.fmul(b.fmul(f(2.0), s), _poly6(L, b.fmul(s, s), LOG_COEFS)))
+                  b.fmul(b.fmul(f(2.0), s), emit_poly6(L, b.fmul(s, s), LOG_COEFS)))
 
 
-def _radius(L, u1, scale):
+def emit_radius(L, u1, scale):
     """scale * sqrt(-2 ln u1), the pairs' radius."""
-    return L.b.fmul(scale, L.intrinsic("sqrt", L.b.fmul(L.f(-2.0), _log_unit(L, u1))))
+    return L.b.fmul(scale, L.intrinsic("sqrt", L.b.fmul(L.f(-2.0), emit_log_unit(L, u1))))
 
 
-def _sin_cos(L, frac):
+def emit_sin_cos(L, frac):
     """(sin phi, cos phi) of the phase phi = frac pi/2, |phi| < pi/4."""
     x = L.b.fmul(frac, L.f(HALF_PI))
     x2 = L.b.fmul(x, x)
-    return L.b.fmul(x, _poly6(L, x2, SIN_COEFS)), _poly6(L, x2, COS_COEFS)
+    return L.b.fmul(x, emit_poly6(L, x2, SIN_COEFS)), emit_poly6(L, x2, COS_COEFS)
 
 
-def _rotated(L, r, q, sn, cs):
+def emit_rotated(L, r, q, sn, cs):
     """r (cos, sin) of the angle q pi/2 + phi, from sin phi and cos phi (floats of L's type)."""
     b, i = L.b, L.i
     odd = b.icmp_unsigned("!=", b.and_(q, i(1)), i(0))
@@ -276,11 +276,11 @@ def _rotated(L, r, q, sn, cs):
     return b.fmul(r, a), b.fmul(r, c)
 
 
-def _normal_pair(L, rkey, m, scale):
+def emit_normal_pair(L, rkey, m, scale):
     """scale * (z0, z1) of pair m (or of a vector of pairs) of the row with key rkey."""
-    u1, q, frac = _uniforms(L, _pair_hash(L, rkey, m))
-    sn, cs = _sin_cos(L, frac)
-    return _rotated(L, _radius(L, u1, scale), q, sn, cs)
+    u1, q, frac = emit_uniforms(L, emit_pair_hash(L, rkey, m))
+    sn, cs = emit_sin_cos(L, frac)
+    return emit_rotated(L, emit_radius(L, u1, scale), q, sn, cs)
 
 
 @intrinsic
@@ -291,7 +291,7 @@ def pair_hash(typingctx, rkey, m):
 
     def codegen(context, builder, sig, args):
         m64 = context.cast(builder, args[1], sig.args[1], types.int64)
-        return _pair_hash(Lanes(builder), args[0], m64)
+        return emit_pair_hash(Lanes(builder), args[0], m64)
 
     return types.uint64(types.uint64, m), codegen
 
@@ -304,7 +304,7 @@ def pair_uniforms(typingctx, h):
     sig = types.Tuple((F64, types.uint64, F64))(types.uint64)
 
     def codegen(context, builder, sig, args):
-        return context.make_tuple(builder, sig.return_type, _uniforms(Lanes(builder), args[0]))
+        return context.make_tuple(builder, sig.return_type, emit_uniforms(Lanes(builder), args[0]))
 
     return sig, codegen
 
@@ -316,7 +316,7 @@ def radius(typingctx, u1, scale):
         return None
 
     def codegen(context, builder, sig, args):
-        return _radius(Lanes(builder), *args)
+        return emit_radius(Lanes(builder), *args)
 
     return F64(F64, F64), codegen
 
@@ -329,7 +329,7 @@ def sin_cos(typingctx, frac):
     sig = types.UniTuple(F64, 2)(F64)
 
     def codegen(context, builder, sig, args):
-        return context.make_tuple(builder, sig.return_type, _sin_cos(Lanes(builder), args[0]))
+        return context.make_tuple(builder, sig.return_type, emit_sin_cos(Lanes(builder), args[0]))
 
     return sig, codegen
 
@@ -346,7 +346,7 @@ def rotated(typingctx, r, q, sn, cs):
 
     def codegen(context, builder, sig, args):
         L = Lanes(builder, fp=context.get_value_type(ty))
-        return context.make_tuple(builder, sig.return_type, _rotated(L, *args))
+        return context.make_tuple(builder, sig.return_type, emit_rotated(L, *args))
 
     return sig, codegen
 
@@ -360,7 +360,7 @@ def normal_pair(typingctx, rkey, m, scale):
 
     def codegen(context, builder, sig, args):
         m64 = context.cast(builder, args[1], sig.args[1], types.int64)
-        z = _normal_pair(Lanes(builder), args[0], m64, args[2])
+        z = emit_normal_pair(Lanes(builder), args[0], m64, args[2])
         return context.make_tuple(builder, sig.return_type, z)
 
     return sig, codegen
@@ -382,7 +382,7 @@ def draw_group(typingctx, out, r, rkey, g, scale):
         r64, g64 = (context.cast(builder, args[j], sig.args[j], types.int64) for j in (1, 3))
         L = Lanes(builder, PAIRS)
         m = builder.add(L.splat(builder.mul(g64, I64(PAIRS))), L.iota())
-        zs = _normal_pair(L, L.splat(args[2]), m, L.splat(args[4]))
+        zs = emit_normal_pair(L, L.splat(args[2]), m, L.splat(args[4]))
         arr = context.make_array(aty)(context, builder, args[0])
         shape, strides = cgutils.unpack_tuple(builder, arr.shape), cgutils.unpack_tuple(builder, arr.strides)
         for half, z in enumerate(zs):

@@ -17,6 +17,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .lanes import scalar_intrinsic
+
 F64 = types.float64
 F32 = types.float32
 
@@ -25,45 +27,20 @@ F32 = types.float32
 FLOATS = (F64, F32)
 
 
-def _float_type(args):
-    """The type fma and mul compute in: float32 when every argument is float32 (a float32
-    state's own arithmetic), else float64 (float32 arguments widened: a value from a
-    float64 array or scalar enters the sum unrounded); None for another argument."""
-    if not all(t in FLOATS for t in args):
-        return None
-    return F32 if all(t == F32 for t in args) else F64
-
-
-@intrinsic
-def fma(typingctx, a, b, c):
+def emit_fma(L, a, b, c):
     """a * b + c rounded once (llvm.fma: in float32 when all three are float32, else in
     float64, float32 arguments widened first)."""
-    ty = _float_type((a, b, c))
-    if ty is None:
-        return None
-
-    def codegen(context, builder, sig, args):
-        t = ir.FloatType() if ty == F32 else ir.DoubleType()
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(t, [t] * 3),
-                                            "llvm.fma.f32" if ty == F32 else "llvm.fma.f64")
-        return builder.call(fn, args)  # numba casts the arguments to sig's types
-
-    return ty(ty, ty, ty), codegen
+    return L.intrinsic("fma", a, b, c)
 
 
-@intrinsic
-def mul(typingctx, a, b):
+def emit_mul(L, a, b):
     """a * b as an fmul emitted without fast-math flags (in float32 when both are float32,
     else float64, a float32 argument widened); numba's fastmath pass adds them, so it may
     still be fused into a sum (module doc)."""
-    ty = _float_type((a, b))
-    if ty is None:
-        return None
+    return L.b.fmul(a, b)
 
-    def codegen(context, builder, sig, args):
-        return builder.fmul(args[0], args[1])
 
-    return ty(ty, ty), codegen
+fma, mul = scalar_intrinsic(emit_fma), scalar_intrinsic(emit_mul)
 
 
 @intrinsic

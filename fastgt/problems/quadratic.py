@@ -18,10 +18,11 @@ import numpy as np
 from ..config import INLINE_FLAGS, SCALAR_FLAGS
 from ..errors import FastGTError, bad, check_float, check_int
 from ..kernels import jit
+from ..kernels.lanes import scalar_intrinsic
 from ..kernels.metrics import quadratic_metrics, quadratic_metrics_parallel
 from ..kernels.mixing import big
 from ..kernels.oracles import NONE, STRUCTURED, ProblemKernels, noise_at, noise_weight
-from ..kernels.rounding import fma, mul, stored
+from ..kernels.rounding import emit_fma, fma, mul, stored
 from .base import Problem, rounded
 
 #: the family's arrays as its kernels read them (co.data): A and B (n, dp) when hetero,
@@ -29,12 +30,20 @@ from .base import Problem, rounded
 QuadData = namedtuple("QuadData", "hetero a0 A B", module=__name__)
 
 
+def emit_hom_gradient(L, a0, x, noise):
+    """a0 x + noise, rounded once: a homogeneous gradient's coordinate from its noise."""
+    return emit_fma(L, a0, x, noise)
+
+
+hom_gradient = scalar_intrinsic(emit_hom_gradient)
+
+
 @jit(**SCALAR_FLAGS)
 def grad_hom(N, rn, k, v, u, dv, x, a0):
-    """Coordinate k of a noisy homogeneous gradient, fma(a0, x, noise_at): with grad_het,
-    the one definition wherever GT computes or recomputes a gradient (the kernels and
-    stochastic_grads), so that every path gives the same bits."""
-    return fma(a0, x, noise_at(N, rn, k, v, u, dv))
+    """Coordinate k of a noisy homogeneous gradient, hom_gradient(a0, x, noise_at): with
+    grad_het, the one definition wherever GT computes or recomputes a gradient (the kernels,
+    stochastic_grads, GT's vector rows), so that every path gives the same bits."""
+    return hom_gradient(a0, x, noise_at(N, rn, k, v, u, dv))
 
 
 @jit(**SCALAR_FLAGS)

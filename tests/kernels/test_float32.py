@@ -231,7 +231,7 @@ def test_float32_problem_arrays_are_rounded_and_read_as_float32(name, kw, tmp_pa
                                      ("complete", {"n": 10})])
 def test_float32_mixing_keeps_consensus_exactly(name, kw):
     """A float32 state mixes in the Laplacian form, x_i + sum_j w_ij (x_j - x_i) (mixing.
-    settle): a state at consensus is mixed to itself, bit for bit, whatever its weights'
+    emit_mixed): a state at consensus is mixed to itself, bit for bit, whatever its weights'
     rounding (mixed as sum_j w_ij x_j in float32, four of these five moved coordinates
     by an ulp), and near consensus a row moves by its neighbours' differences, rounded
     once at its own magnitude."""

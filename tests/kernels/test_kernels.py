@@ -30,7 +30,7 @@ GAMMA = 0.1
 RTOL = 1e-10
 #: a float32 state computes in float32, each operation rounding by at most 2^-24 relative:
 #: a step rounds a row a few times (its mix about once at the row's magnitude, in the
-#: Laplacian form, mixing.settle; its update's operations), and the steps here do not
+#: Laplacian form, mixing.emit_mixed; its update's operations), and the steps here do not
 #: expand errors by more than a small factor: 8 roundings per step over STEPS steps bound
 #: the deviation from the float64 reference with a margin (measured: the metrics within
 #: 0.03-0.1x this but D²'s). An algorithm that drifts (D², EXTRA: its mean's second-order

@@ -22,15 +22,27 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
+
 from ..config import BLOCK_FLAGS, INLINE_FLAGS, SCALAR_FLAGS
 from ..kernels import jit, rows
-from ..kernels.lanes import scalar_intrinsic
-from ..kernels.mixing import FUSED_MAX, column_means, head3, mix3, mix5, mix_row, next2
-from ..kernels.oracles import DIAGONAL, NONE, grad_row
-from ..kernels.rounding import stored
+from ..kernels.lanes import I64, Lanes, scalar_intrinsic
+from ..kernels.mixing import FUSED_MAX, column_means, emit_mixed, head3, mix3, mix5, mix_row, next2
+from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row
+from ..kernels.rng import PAIRS, emit_normal_pair, fill_padded
+from ..kernels.rounding import F64, stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..problems.quadratic import grad_exact, grad_het, grad_het_exact, grad_hom, previous_row
+from ..problems.quadratic import (
+    emit_hom_gradient,
+    grad_exact,
+    grad_het,
+    grad_het_exact,
+    grad_hom,
+    previous_row,
+)
 from .base import Algorithm, Batch, Costs, gradient_rows, gradients, initial_point
 
 #: cell c's views: X, Y now and next, G (rows, or none), a gradient row per block, the next
@@ -66,9 +78,11 @@ def update(view, cm, co, node, last):
     X[i] = x and the previous step's shared draw (row co.rp): the same bits (grad_hom and
     grad_het fix the roundings), one array less to read and write. Then, for a homogeneous
     problem without topology_y, a row of 3 or FUSED_MAX entries and no mean term, both
-    mixes and the update take one pass (fused: the same bits). Problems with data (not
-    DIAGONAL) on such rows: both mixes and x' in one pass (fused_mixes), then grad_row and
-    Y's update."""
+    mixes and the update take one pass (fused: the same bits); with gaussian noise (G's
+    rows) and a float64 state, one pass with the row's draw in it (drawn: the same bits).
+    Problems with data (not DIAGONAL) on such rows: both mixes and x' in one pass
+    (fused_mixes), then grad_row and Y's update. The row's gaussian noise is drawn here
+    (GT's blocks ask sweep for none), before any pass but drawn's."""
     X, Xn, Y, Yn, G, i = view.X, view.Xn, view.Y, view.Yn, view.G, node.i
     d = Xn.shape[1]
     paired = False  # both mixes and x' done (fused_mixes)
@@ -84,6 +98,12 @@ def update(view, cm, co, node, last):
                 fused(view, co, node, cm.indices, cm.w, e0, m, cm.beta, cm.m0, cm.m1,
                       stored(Xn, cm.gamma))
                 return
+            elif not co.data.hetero and co.kind == GAUSSIAN and drawn(
+                    view, co, node, cm.indices, cm.w, e0, m, cm.beta, cm.m0, cm.m1,
+                    stored(Xn, cm.gamma)):
+                return
+    if co.kind == GAUSSIAN:  # the row's noise (sweep leaves it to GT: drawn draws its own)
+        fill_padded(node.key, co.N, node.b, co.scale, co.d)
     # X, then Y, through one call site: one inlined copy of mix_row's loops to compile
     # (measured 1.5-3 s less cold compile, same speed)
     for q in range(0 if paired else 2):
@@ -108,7 +128,7 @@ def update(view, cm, co, node, last):
             G[i, k] = g
         return
     N, dv, rn, v, u = co.N, co.dv, node.rn, node.v, node.u
-    a0, A, B = co.data.a0, co.data.A, co.data.B
+    A, B = co.data.A, co.data.B
     if G.shape[0] == 0:
         rp = previous_row(co, node)
         # stored(): x and both gradients as the state holds them (float32 state: rounded,
@@ -142,11 +162,7 @@ def update(view, cm, co, node, last):
             Xn[i, k] = x
     else:
         for k in range(d):
-            x = stored(Xn, tracked_x(Xn[i, k], Yn[i, k], gamma))
-            gk = stored(G, grad_hom(N, rn, k, v, u, dv, x, a0))
-            Yn[i, k] = tracked_y(Yn[i, k], gk, G[i, k])
-            G[i, k] = gk
-            Xn[i, k] = x
+            Xn[i, k], Yn[i, k], G[i, k] = noisy(view, co, node, gamma, k, Xn[i, k], Yn[i, k])
 
 
 # A homogeneous diagonal row's new coordinate k, (x, y), when G keeps no rows (structured
@@ -162,6 +178,15 @@ def recomputed(view, co, node, rp, gamma, k, xm, ym):
     x = stored(Xn, tracked_x(xm, ym, gamma))
     gk = stored(Xn, grad_hom(N, node.rn, k, v, u, dv, x, a0))
     return x, tracked_y(ym, gk, stored(Xn, grad_hom(N, rp, k, v, u, dv, view.X[node.i, k], a0)))
+
+
+@jit(**SCALAR_FLAGS)
+def noisy(view, co, node, gamma, k, xm, ym):
+    """Gaussian noise (G's rows): (x', y', g'), g' from the row's noise (co.N, row rn)."""
+    G, N, v, u, dv = view.G, co.N, node.v, node.u, co.dv
+    x = stored(view.Xn, tracked_x(xm, ym, gamma))
+    gk = stored(G, grad_hom(N, node.rn, k, v, u, dv, x, co.data.a0))
+    return x, tracked_y(ym, gk, G[node.i, k]), gk
 
 
 @jit(**SCALAR_FLAGS)
@@ -219,6 +244,127 @@ def fused(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
                 mix5(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, my))
 
 
+def _vector_at(context, builder, aty, ary, inds, vty):
+    """A pointer to the vector of type vty at ary[inds] (a C-contiguous array)."""
+    a = context.make_array(aty)(context, builder, ary)
+    p = cgutils.get_item_pointer2(context, builder, a.data, cgutils.unpack_tuple(builder, a.shape),
+                                  cgutils.unpack_tuple(builder, a.strides), "C", inds)
+    return builder.bitcast(p, vty.as_pointer())
+
+
+@intrinsic
+def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale):
+    """Coordinates 16 g to 16 g + 15 of row i of Setup A's step (float64), as noisy computes
+    them one by one after the row's draw, in vectors: the group's 8 normal pairs
+    (rng.emit_normal_pair, with the scale: the noise row's values, which are the noise,
+    gaussian noise's weights being 1), the mixes of X and Y over the rows js with the
+    weights ws (mix3's and mix5's order: the first entry's, the mean term's beta with the
+    column means mx, my, then the others'), x', g' (emit_hom_gradient) and y', written to
+    Xn, G and Yn: the same operations, the same bits. Setup A's draw dominates its step;
+    LLVM interleaves a group's draw with its update here, which the draw's loop then the
+    update's did not (docs/performance.md)."""
+    rows, means = (X, Xn, Y, Yn, G), (mx, my)
+    if not (all(isinstance(a, types.Array) and a.dtype == F64 and a.layout == "C"
+                for a in rows + means)
+            and all(a.ndim == 2 for a in rows) and all(a.ndim == 1 for a in means)
+            and isinstance(js, types.UniTuple) and isinstance(js.dtype, types.Integer)
+            and isinstance(ws, types.UniTuple) and ws.dtype == F64 and ws.count == js.count + 1
+            and (gamma, a0, scale) == (F64, F64, F64) and rkey == types.uint64
+            and isinstance(i, types.Integer) and isinstance(g, types.Integer)):
+        return None
+    sig = types.void(X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale)
+
+    def codegen(context, builder, sig, args):
+        i_, js_, ws_, gamma_, a0_, rkey_, g_, scale_ = args[7:]
+        ty = sig.args
+        L = Lanes(builder, PAIRS)
+        i_, g_ = (context.cast(builder, v, t, types.int64) for v, t in ((i_, ty[7]), (g_, ty[13])))
+        js_ = [context.cast(builder, j, ty[8].dtype, types.int64)
+               for j in cgutils.unpack_tuple(builder, js_)]
+        ws_ = [L.splat(w) for w in cgutils.unpack_tuple(builder, ws_)]
+        m = builder.add(L.splat(builder.mul(g_, I64(PAIRS))), L.iota())
+        zs = emit_normal_pair(L, L.splat(rkey_), m, L.splat(scale_))
+
+        def at(n, inds):
+            return _vector_at(context, builder, ty[n], args[n], inds, L.fty)
+
+        def load(p):
+            return builder.load(p, align=8)
+
+        for half, z in enumerate(zs):
+            k = builder.add(builder.mul(g_, I64(2 * PAIRS)), I64(PAIRS * half))
+
+            def mixed(a, mean, k=k):  # rows js_ of argument a, the column means argument mean
+                xs = [load(at(a, [j, k])) for j in js_]
+                xs.insert(1, load(at(mean, [k])))
+                return emit_mixed(L, False, None, ws_, xs)
+
+            xm, ym = mixed(0, 5), mixed(2, 6)
+            x = emit_tracked_x(L, xm, ym, L.splat(gamma_))
+            gk = emit_hom_gradient(L, L.splat(a0_), x, z)
+            pg = at(4, [i_, k])
+            y = emit_tracked_y(L, ym, gk, load(pg))
+            for n, v in ((1, x), (3, y)):
+                builder.store(v, at(n, [i_, k]), align=8)
+            builder.store(gk, pg, align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def drawn(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
+    """Setup A's row (gaussian noise, a homogeneous diagonal problem; fused's rows) with its
+    draw, in one pass, for a float64 state: whether it took the row. Compiled code only
+    (an overload chosen by the state's type, inlined): a float32 state's rows take the
+    draw, then the passes (its transform, rng.pair32, has no vector form, and one pass with
+    the draw before it took 1.1-1.2x the time of the passes on an AVX2 core)."""
+    raise TypeError("drawn is called from numba code only")
+
+
+def _drawn64(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
+    """drawn for a float64 state: the row's whole groups of 16 coordinates below d by
+    noisy_group (the draw in the update), then the rest of its noise drawn (fill_padded
+    from the first group left) and its coordinates by noisy, mixed by mix3 or mix5. The
+    same bits as the draw then the passes one by one."""
+    X, Xn, Y, Yn, G, i = view.X, view.Xn, view.Y, view.Yn, view.G, node.i
+    d = Xn.shape[1]
+    j0, w0, j1, w1, j2, w2 = head3(Xn, indices, w, e0)
+    beta = stored(Xn, beta)
+    key, a0, sc = node.key, co.data.a0, co.scale
+    full = co.d // (2 * PAIRS)
+    if m == 3:
+        for g in range(full):
+            noisy_group(X, Xn, Y, Yn, G, mx, my, i, (j0, j1, j2), (w0, beta, w1, w2), gamma,
+                        a0, key, g, sc)
+        fill_padded(key, co.N, node.b, sc, co.d, full)
+        for k in range(2 * PAIRS * full, d):
+            Xn[i, k], Yn[i, k], G[i, k] = noisy(
+                view, co, node, gamma, k, mix3(Xn, X, i, k, j0, w0, j1, w1, j2, w2, beta, mx),
+                mix3(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, beta, my))
+        return True
+    j3, w3, j4, w4 = next2(Xn, indices, w, e0)
+    for g in range(full):
+        noisy_group(X, Xn, Y, Yn, G, mx, my, i, (j0, j1, j2, j3, j4),
+                    (w0, beta, w1, w2, w3, w4), gamma, a0, key, g, sc)
+    fill_padded(key, co.N, node.b, sc, co.d, full)
+    for k in range(2 * PAIRS * full, d):
+        Xn[i, k], Yn[i, k], G[i, k] = noisy(
+            view, co, node, gamma, k,
+            mix5(Xn, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mx),
+            mix5(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, my))
+    return True
+
+
+@overload(drawn, inline="always")
+def _drawn(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
+    if view.types[view.fields.index("Xn")].dtype == F64:
+        return _drawn64
+
+    def passes(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
+        return False
+    return passes
+
+
 @jit(**INLINE_FLAGS)
 def fused_mixes(view, i, indices, w, e0, m, beta, mx, my, gamma):
     """Row i's two mixes and x' in one pass, for a problem whose gradient is taken after x'
@@ -251,7 +397,7 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
     Xn, Yn = state.S1[c, 1 - cur], state.S2[c, 1 - cur]
     view = View(state.S1[c, cur], Xn, state.S2[c, cur], Yn, state.S3[c], state.grads[c],
                 (Xn, Yn))
-    sweep(update, view, c, t, b0, b1, last, state, mix, oracle)
+    sweep(update, view, c, t, b0, b1, last, state, mix, oracle, False)  # update draws
 
 
 def alloc(batch: Batch) -> tuple:

@@ -37,8 +37,9 @@ STRUCTURED = 2
 
 #: cell c's oracle at a step, as a row update and the hooks read it: the noise kind and
 #: rows N (a block's noise row, or the shared draws xi for structured noise, row rp then
-#: holding the previous step's), the noise's dv, the problem's d and data
-CellOracle = namedtuple("CellOracle", "kind N rp dv d data", module=__name__)
+#: holding the previous step's), the noise's dv, the problem's d and data, and the noise's
+#: scale (sqrt(sigma2 / d): a gaussian row's normals are drawn scaled, rng.fill_padded)
+CellOracle = namedtuple("CellOracle", "kind N rp dv d data scale", module=__name__)
 #: node i as one row update sees it: its block b (the row of per-block scratch it may use),
 #: its noise (row rn of the CellOracle's N, weights v, u: noise_at) and its RNG key at this
 #: step (rng.row_key of the step's noise key: the normals of gaussian noise are drawn from
@@ -95,7 +96,7 @@ def stochastic_grads(t, X, G, E, GS, seed, kind, scale, xi, uv, dv, d, data):
     for pb in prange(nb):
         b = np.int64(pb)  # a parfor's index may be unsigned: rn below must stay an integer
         lo, hi = block_range(b, nb, n)
-        co = CellOracle(kind, E if kind == GAUSSIAN else xi, ROW0, dv, d, data)
+        co = CellOracle(kind, E if kind == GAUSSIAN else xi, ROW0, dv, d, data, scale)
         rn = b if kind == GAUSSIAN else ROW0
         for i in range(lo, hi):
             key = row_key(tkey, i)

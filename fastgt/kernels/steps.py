@@ -130,7 +130,8 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     ``co``: oracles.CellOracle, ``node``: oracles.Node (node i's noise, key and block:
     the problem's grad_row takes both); ``last``: the last step before a record (what
     the metrics read must then be written: run_steps' ``writes``); ``draw``: False in a
-    phase that evaluates no gradient (no gaussian noise drawn). ``row`` is inlined: one
+    phase that evaluates no gradient, or for a row update that draws its row's gaussian
+    noise itself (GT's, from co.scale and node.key). ``row`` is inlined: one
     loop, as if written in place. An algorithm's block function calling this is compiled
     with BLOCK_FLAGS (config.py: no reference counting)."""
     n = mix.indptr.shape[1] - 1  # the state may have more (zero) rows: Batch.rows
@@ -148,7 +149,7 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
                  mix.weights[c, py], mix.beta[c, py], ysep, mix.ahead[p], mix.ahead[py])
     sums = mix.mean[c]  # the next step's mean term may need them
     co = CellOracle(kind, oracle.xi if structured else state.scratch[c], shared_row(c, t - 1),
-                    oracle.dv, d, oracle.data)
+                    oracle.dv, d, oracle.data, sc)
     tkey = cell_key(oracle.seed[c], t)
     rs = shared_row(c, t)
     nm = len(view.mixed)

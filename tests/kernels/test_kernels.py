@@ -170,6 +170,26 @@ def test_every_row_length_matches_reference(algorithm, problem):
                              x0=_x0(W.n, 5))
 
 
+@pytest.mark.parametrize("d", [16, 40, 100])
+@pytest.mark.parametrize("name,params", [("ring", {"n": 12, "self_weight": 0.2}),
+                                         ("torus", {"rows": 4, "cols": 5})])
+def test_gt_setup_a_vector_rows_have_the_passes_bits(name, params, d):
+    """GT's Setup A rows on rings and tori take their whole groups of 16 coordinates in
+    vectors, the draw inside the update (gt.noisy_group), the rest one by one: the bits of
+    the draw then the three passes, which a topology_y equal to W takes (its x' is formed
+    from the same W Y, its y mixed again to the same values), at d with no tail (16), a
+    tail of 8 (40) and of 4 (100, rows padded to 104), and of the reference."""
+    W = fastgt.topology(name, **params)
+    kw = {"algorithm": "gt", "topology": W, "problem": "quadratic", "noise": "gaussian",
+          "d": d, "stepsize": GAMMA, "steps": STEPS, "record_every": RECORD, "seed": 5}
+    vectors = fastgt.run(**kw)
+    passes = fastgt.run(**kw, topology_y=fastgt.topology(name, **params))
+    np.testing.assert_array_equal(vectors.records, passes.records)
+    for key, value in vectors.state.items():
+        np.testing.assert_array_equal(value, passes.state[key], err_msg=key)
+    assert vectors.records.shape[0] == STEPS // RECORD + 2
+
+
 def test_padded_rows_mix_to_the_same_values():
     """pad_rows gives rows of 2 and 4 entries a zero-weight entry (so that mix_row fuses
     them): the same matrices, and mix_row gives the same bits with and without it (the

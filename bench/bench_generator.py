@@ -14,9 +14,9 @@ in the same process, taking turns in every repeat:
   parts), which LLVM vectorizes (fastgt's draw until 2026-11-28), compiled into the row
   loop as the variants below are: the variants' reference;
 - 4-pair bodies: the same bits (checked), the row as one loop over vectors of 4 pairs
-  (one 256-bit vector of doubles) with the counter advanced by addition, where fastgt's
+  (one 256-bit vector of doubles) with the counter advanced by addition, where the pairs'
   loop body holds a group's 8 pairs (twice the live values: LLVM spills some);
-- 4-term sin/cos: fastgt's loop, sin and cos by 4-term polynomials in the phase lattice's
+- 4-term sin/cos: the pairs' loop, sin and cos by 4-term polynomials in the phase lattice's
   own variable (Chebyshev-economized like rng's 6-term ones; their error bound is printed
   beside the lattice's step): other bits, the same distribution up to that error;
 - both;
@@ -56,7 +56,7 @@ import common
 
 #: polynomial terms of the lower-degree variant's sin and cos
 LOW_TERMS = 4
-#: the way that draws into float32 rows, and fastgt's loop compiled in the bench
+#: the way that draws into float32 rows, and the pairs' loop compiled in the bench
 FLOAT32, GROUPS = "float32 rows", "pairs' loop, inlined"
 
 

@@ -28,10 +28,10 @@ from numba.extending import intrinsic, overload
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS, SCALAR_FLAGS
 from ..kernels import jit, rows
-from ..kernels.lanes import I64, Lanes, scalar_intrinsic
+from ..kernels.lanes import Lanes, element_pointer, scalar_intrinsic
 from ..kernels.mixing import FUSED_MAX, column_means, emit_mixed, head3, mix3, mix5, mix_row, next2
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row
-from ..kernels.rng import PAIRS, emit_normal_pair, fill_padded
+from ..kernels.rng import PAIRS, emit_group, fill_padded, group_coordinates
 from ..kernels.rounding import F64, stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
@@ -161,10 +161,10 @@ def update(view, cm, co, node, last):
             Xn[i, k], Yn[i, k], G[i, k] = noisy(view, co, node, gamma, k, Xn[i, k], Yn[i, k])
 
 
-# A homogeneous diagonal row's new coordinate k, (x, y), when G keeps no rows (structured
-# or no noise), from its mixed values xm = (W X)_ik and ym = (W Y)_ik: x = xm - gamma ym,
-# y = ym + g(x) - g(x_i), by the two passes (xm, ym read back from Xn, Yn) and the fused
-# one (xm, ym from mix3 or mix5) alike.
+# A homogeneous diagonal row's new coordinate k from its mixed values xm = (W X)_ik and
+# ym = (W Y)_ik: x = xm - gamma ym, y = ym + g(x) - g, by the passes (xm, ym read back from
+# Xn, Yn) and the one-pass rows (xm, ym from mix3 or mix5) alike; g is recomputed when G
+# keeps no rows (structured or no noise), read from G with gaussian noise (noisy).
 
 
 @jit(**SCALAR_FLAGS)
@@ -240,14 +240,6 @@ def fused(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
                 mix5(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, my))
 
 
-def _vector_at(context, builder, aty, ary, inds, vty):
-    """A pointer to the vector of type vty at ary[inds] (a C-contiguous array)."""
-    a = context.make_array(aty)(context, builder, ary)
-    p = cgutils.get_item_pointer2(context, builder, a.data, cgutils.unpack_tuple(builder, a.shape),
-                                  cgutils.unpack_tuple(builder, a.strides), "C", inds)
-    return builder.bitcast(p, vty.as_pointer())
-
-
 @intrinsic
 def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale):
     """Coordinates 16 g to 16 g + 15 of row i of Setup A's step (float64), as noisy computes
@@ -278,17 +270,14 @@ def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, 
         js_ = [context.cast(builder, j, ty[8].dtype, types.int64)
                for j in cgutils.unpack_tuple(builder, js_)]
         ws_ = [L.splat(w) for w in cgutils.unpack_tuple(builder, ws_)]
-        m = builder.add(L.splat(builder.mul(g_, I64(PAIRS))), L.iota())
-        zs = emit_normal_pair(L, L.splat(rkey_), m, L.splat(scale_))
 
         def at(n, inds):
-            return _vector_at(context, builder, ty[n], args[n], inds, L.fty)
+            return element_pointer(context, builder, ty[n], args[n], inds, L.fty)
 
         def load(p):
             return builder.load(p, align=8)
 
-        for half, z in enumerate(zs):
-            k = builder.add(builder.mul(g_, I64(2 * PAIRS)), I64(PAIRS * half))
+        for k, z in zip(group_coordinates(builder, g_), emit_group(L, rkey_, g_, scale_)):
 
             def mixed(a, mean, k=k):  # rows js_ of argument a, the column means argument mean
                 xs = [load(at(a, [j, k])) for j in js_]
@@ -446,5 +435,6 @@ def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
     return {"X": batch.real(X), "Y": batch.real(Y), "G": gradients(batch, arrays[2][c], X, c, t)}
 
 
-ALGORITHM = Algorithm("gt", (blocks, update, drawn_update), 2, Costs(mixes=2, grad_evals=1, comm_rounds=1),
-                      alloc, init, iterates, state, doc=__doc__, topology_y=True)
+ALGORITHM = Algorithm("gt", (blocks, update, drawn_update), 2,
+                      Costs(mixes=2, grad_evals=1, comm_rounds=1), alloc, init, iterates, state,
+                      doc=__doc__, topology_y=True)

@@ -2,13 +2,16 @@
 builders and emitted in either shape (the normal transform: rng.py; exp: exp.py).
 
 numba's loops vectorize scalar code well, but not everywhere: a whole generator group
-drawn as explicit vectors takes fewer instructions than the loop LLVM vectorizes from the
-scalar pair (docs/performance.md, The normal generator), and a libm call does not vectorize
-at all (exp.py). Written once here, the scalar form (a numba intrinsic, inlined into the
-loops that call it) and the vector form are the same operations in the same order, so
-every lane has the scalar form's bits. Float operations are emitted without flags: numba's
-fastmath pass gives them the kernel's ("contract") as it does its own code's, so LLVM fuses
-the same products in both forms as in numba code written the same way.
+drawn as explicit vectors took 0.83-0.88x the time of the loop LLVM vectorized from the
+scalar pair, and GT's Setup A row, its draw and update in one basic block, 0.80-0.87x the
+time of the draw then the update (docs/performance.md, GT's Setup A row with its draw); a
+libm call does not vectorize at all (exp.py). Written once here, the scalar form (a numba
+intrinsic, inlined into the loops that call it) and the vector form are the same
+operations in the same order, so every lane has the scalar form's bits. Float binary
+operations are emitted without flags: numba's fastmath pass gives them the kernel's
+("contract") as it does its own code's, so LLVM fuses the same products in both forms as
+in numba code written the same way (calls of vector intrinsics get no flags: sqrt and fma
+round once either way).
 """
 
 from llvmlite import ir
@@ -66,6 +69,15 @@ class Lanes:
     def neg(self, x):
         """-x as numba negates a float (0 - x with a negative zero: signs of zeros kept)."""
         return self.b.fsub(self.f(-0.0), x)
+
+
+def element_pointer(context, builder, aty, ary, inds, ty=None):
+    """A pointer to ary[inds] (numba array type aty, value ary, int64 indices), cast to a
+    pointer to ty (a vector of the row's elements from there: a C-contiguous array)."""
+    a = context.make_array(aty)(context, builder, ary)
+    p = cgutils.get_item_pointer2(context, builder, a.data, cgutils.unpack_tuple(builder, a.shape),
+                                  cgutils.unpack_tuple(builder, a.strides), aty.layout, inds)
+    return p if ty is None else builder.bitcast(p, ty.as_pointer())
 
 
 def float_type(args):

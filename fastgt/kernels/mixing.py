@@ -124,7 +124,7 @@ def _row_type(out, *values):
 
 @intrinsic
 def pull(typingctx, out, w, xj, xi):
-    """One entry's term of row i of W X as mix_row sums it into ``out`` (_pull)."""
+    """One entry's term of row i of W X as mix_row sums it into ``out`` (emit_pull)."""
     ty = _row_type(out, w, xj, xi)
     if ty is None:
         return None
@@ -200,7 +200,7 @@ def mix_row(out, i, X, indptr, indices, w, beta, mean, ahead):
     The first product is written before ``beta * mean`` so that FMA contraction fuses each
     product into the running sum (fma(w0, x0, beta * mean), then fma(w1, x1, .), ...): the
     same roundings as a pass per entry. A float32 ``out``: the Laplacian form of each row
-    of 3 or more entries (settle). ``ahead`` > 0: prefetch_ahead first."""
+    of 3 or more entries (emit_mixed). ``ahead`` > 0: prefetch_ahead first."""
     if ahead > 0:  # scattered neighbours (Mixing.ahead): the rows of row i + ahead
         prefetch_ahead(X, i, indptr, indices, ahead)
     d = out.shape[1]

@@ -16,7 +16,7 @@ Estrin's scheme), which vectorize where libm calls would not: error <= 5.6e-14, 
 the radius uniform's own resolution 2^-40 = 9.1e-13 (tests/kernels/test_rng.py checks the
 transform against numpy's log, sin and cos). The float64 transform is written once, as
 LLVM IR (kernels/lanes.py), and emitted in two shapes with the same bits: a whole group's
-8 pairs as vectors (draw_group: 0.85-0.90x the time of the loop LLVM vectorized from the
+8 pairs as vectors (draw_group: 0.83-0.88x the time of the loop LLVM vectorized from the
 scalar pair, on an AVX2 core) and one pair as scalar code (normal_pair).
 
 A float32 array gets the same normals computed in float32 arithmetic (pair32: the same
@@ -38,11 +38,10 @@ from math import comb, factorial
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS
-from .lanes import I32, I64, Lanes
+from .lanes import I32, I64, Lanes, element_pointer
 from .rounding import F32, F64, single, stored
 
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -366,6 +365,19 @@ def normal_pair(typingctx, rkey, m, scale):
     return sig, codegen
 
 
+def emit_group(L, rkey, g, scale):
+    """(z0, z1) of group g's PAIRS pairs (L: vectors of PAIRS) of the row with key rkey,
+    scaled (scalar rkey, g, scale)."""
+    m = L.b.add(L.splat(L.b.mul(g, I64(PAIRS))), L.iota())
+    return emit_normal_pair(L, L.splat(rkey), m, L.splat(scale))
+
+
+def group_coordinates(builder, g):
+    """The first coordinates of group g's two runs, z0's and z1's (the module doc's layout)."""
+    k = builder.mul(g, I64(2 * PAIRS))
+    return k, builder.add(k, I64(PAIRS))
+
+
 @intrinsic
 def draw_group(typingctx, out, r, rkey, g, scale):
     """out[r, 16 g:16 g + 16] = scale * z_k, group g of the row with key rkey (a float64
@@ -381,20 +393,13 @@ def draw_group(typingctx, out, r, rkey, g, scale):
         aty = sig.args[0]
         r64, g64 = (context.cast(builder, args[j], sig.args[j], types.int64) for j in (1, 3))
         L = Lanes(builder, PAIRS)
-        m = builder.add(L.splat(builder.mul(g64, I64(PAIRS))), L.iota())
-        zs = emit_normal_pair(L, L.splat(args[2]), m, L.splat(args[4]))
-        arr = context.make_array(aty)(context, builder, args[0])
-        shape, strides = cgutils.unpack_tuple(builder, arr.shape), cgutils.unpack_tuple(builder, arr.strides)
-        for half, z in enumerate(zs):
-            k = builder.add(builder.mul(g64, I64(2 * PAIRS)), I64(PAIRS * half))
+        for k, z in zip(group_coordinates(builder, g64), emit_group(L, args[2], g64, args[4])):
             if aty.layout == "C":  # the run in one store
-                p = cgutils.get_item_pointer2(context, builder, arr.data, shape, strides, "C",
-                                              [r64, k])
-                builder.store(z, builder.bitcast(p, L.fty.as_pointer()), align=8)
+                builder.store(z, element_pointer(context, builder, aty, args[0], [r64, k], L.fty),
+                              align=8)
                 continue
             for j in range(PAIRS):
-                p = cgutils.get_item_pointer2(context, builder, arr.data, shape, strides,
-                                              aty.layout, [r64, builder.add(k, I64(j))])
+                p = element_pointer(context, builder, aty, args[0], [r64, builder.add(k, I64(j))])
                 builder.store(builder.extract_element(z, I32(j)), p)
         return context.get_dummy_value()
 
@@ -458,9 +463,9 @@ def fill_groups(rkey, out, r, scale, g0, groups):
 @overload(fill_groups, inline="always")
 def _fill_groups(rkey, out, r, scale, g0, groups):
     """fill_groups for out's type: a float64 row by draw_group, group by group (the
-    float64 transform as explicit vectors: fewer instructions than the loop LLVM vectorizes
-    from the scalar pair, docs/performance.md, The normal generator), a float32 row by the
-    loop LLVM vectorizes over a group's PAIRS pairs (pair32)."""
+    float64 transform as explicit vectors: 0.83-0.88x the time of the loop LLVM vectorized
+    from the scalar pair, docs/performance.md, GT's Setup A row with its draw), a float32
+    row by the loop LLVM vectorizes over a group's PAIRS pairs (pair32)."""
     G = 2 * PAIRS
     if out.dtype == F64:
         def groups64(rkey, out, r, scale, g0, groups):

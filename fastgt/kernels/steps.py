@@ -122,7 +122,8 @@ def mixing_of(mix, t):
 @njit(**SCALAR_FLAGS)  # loops, but one call site per algorithm, and a function argument (row)
 def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     """Step t of cell c on row blocks [b0, b1), the loop every algorithm shares: per row i,
-    node i's noise (gaussian noise drawn now), then the algorithm's update of row i,
+    node i's noise (gaussian noise drawn now, unless ``draw`` is False: GT draws its own),
+    then the algorithm's update of row i,
     ``row(view, cm, co, node, last)``, then, with a mean term, row i of each of
     ``view.mixed`` (the next buffers of its mixed arrays) added to the block's column sums.
 

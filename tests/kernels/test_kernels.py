@@ -178,7 +178,8 @@ def test_gt_setup_a_vector_rows_have_the_passes_bits(name, params, d):
     vectors, the draw inside the update (gt.noisy_group), the rest one by one: the bits of
     the draw then the three passes, which a topology_y equal to W takes (its x' is formed
     from the same W Y, its y mixed again to the same values), at d with no tail (16), a
-    tail of 8 (40) and of 4 (100, rows padded to 104), and of the reference."""
+    tail of 8 (40) and of 4 (100, rows padded to 104); and the dense reference's values,
+    fed fastgt's noise (to RTOL)."""
     W = fastgt.topology(name, **params)
     kw = {"algorithm": "gt", "topology": W, "problem": "quadratic", "noise": "gaussian",
           "d": d, "stepsize": GAMMA, "steps": STEPS, "record_every": RECORD, "seed": 5}
@@ -188,6 +189,7 @@ def test_gt_setup_a_vector_rows_have_the_passes_bits(name, params, d):
     for key, value in vectors.state.items():
         np.testing.assert_array_equal(value, passes.state[key], err_msg=key)
     assert vectors.records.shape[0] == STEPS // RECORD + 2
+    _check_against_reference("gt", W, d, "quadratic", "gaussian", sigma2=2.0, x0=_x0(W.n, d))
 
 
 def test_padded_rows_mix_to_the_same_values():

@@ -15,12 +15,17 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels import jit, rows
+from ..kernels.lanes import Lanes, element_pointer, scalar_intrinsic
 from ..kernels.mixing import (
     FUSED_MAX,
     column_means,
+    emit_mixed,
     head3,
     mix3,
     mix5,
@@ -28,8 +33,9 @@ from ..kernels.mixing import (
     next2,
     prefetch_ahead,
 )
-from ..kernels.oracles import DIAGONAL, NONE, grad_row, noise_at
-from ..kernels.rounding import stored
+from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row, noise_at
+from ..kernels.rng import PAIRS, emit_group, fill_padded, group_coordinates
+from ..kernels.rounding import F64, emit_mul, stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
 from ..problems.quadratic import grad_het_exact
@@ -40,6 +46,17 @@ from .base import Algorithm, Batch, Costs, initial_point
 View = namedtuple("View", "Z Zn X GS mixed", module=__name__)
 
 
+def emit_descent(L, x, gamma, a0, noise):
+    """z' = x - gamma (a0 x + noise): a homogeneous row's new coordinate from its mixed
+    value x = (W Z)_ik and its noise (noise_at's product: the draw times its weight)."""
+    b = L.b
+    return b.fsub(x, b.fmul(gamma, b.fadd(b.fmul(a0, x), noise)))
+
+
+#: D-SGD's homogeneous update as every path computes it (its scalar loops, its vector rows)
+descent = scalar_intrinsic(emit_descent)
+
+
 @template(**INLINE_FLAGS)
 def update(view, cm, co, node, last):
     """Row i (steps.sweep's row update), with x' = (W Z)_i and g' node i's stochastic
@@ -48,9 +65,13 @@ def update(view, cm, co, node, last):
     Diagonal quadratics, with node i's noise e (noise_at, row rn of co.N, weights v, u):
     Zn[i] = x' - gamma (e + grad f_i(x')) in one pass, and mixing and update in one pass
     (fused) for a homogeneous problem, a row of m = 3 or FUSED_MAX entries and a step that
-    does not write X."""
+    does not write X; with gaussian noise such rows of a float64 state take drawn_update's
+    pass, the draw in it. The row's gaussian noise is drawn here (D-SGD's blocks ask sweep
+    for none)."""
     Z, Zn, X, i = view.Z, view.Zn, view.X, node.i
     gamma, d = stored(Zn, cm.gamma), Zn.shape[1]
+    if co.kind == GAUSSIAN:  # the row's noise (sweep leaves it to D-SGD: drawn draws its own)
+        fill_padded(node.key, co.N, node.b, co.scale, co.d)
     if not DIAGONAL:
         mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
         if last:
@@ -86,8 +107,7 @@ def update(view, cm, co, node, last):
                 Zn[i, k] = x - gamma * grad_het_exact(k, x, A, B, i)
         else:
             for k in range(d):
-                x = Zn[i, k]
-                Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
+                Zn[i, k] = descent(Zn[i, k], gamma, a0, noise_at(N, rn, k, v, u, dv))
 
 
 @jit(**INLINE_FLAGS)
@@ -106,7 +126,7 @@ def fused(Zn, i, Z, indices, w, e0, m, beta, mean, noisy, N, rn, v, u, dv, gamma
         if noisy:
             for k in range(d):
                 x = mix3(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, beta, mean)
-                Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
+                Zn[i, k] = descent(x, gamma, a0, noise_at(N, rn, k, v, u, dv))
         else:
             for k in range(d):
                 x = mix3(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, beta, mean)
@@ -116,19 +136,130 @@ def fused(Zn, i, Z, indices, w, e0, m, beta, mean, noisy, N, rn, v, u, dv, gamma
     if noisy:
         for k in range(d):
             x = mix5(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean)
-            Zn[i, k] = x - gamma * (a0 * x + noise_at(N, rn, k, v, u, dv))
+            Zn[i, k] = descent(x, gamma, a0, noise_at(N, rn, k, v, u, dv))
     else:
         for k in range(d):
             x = mix5(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean)
             Zn[i, k] = x - gamma * (a0 * x)
 
 
+@intrinsic
+def noisy_group(typingctx, Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale):
+    """Coordinates 16 g to 16 g + 15 of row i of a gaussian step (float64), as fused
+    computes them one by one after the row's draw, in vectors: the group's 8 normal pairs
+    (rng.emit_group, scaled: the noise row's values) times the noise's weight v (noise_at's
+    product: gaussian noise's v = u = 1), the mix of Z over the rows js with the weights ws
+    (emit_mixed: the first entry's, the mean term's beta with the column means, then the
+    others') and z' (emit_descent), written to Zn: the same operations, the same bits."""
+    if not (all(isinstance(a, types.Array) and a.dtype == F64 and a.layout == "C"
+                for a in (Z, Zn, mean))
+            and Z.ndim == 2 and Zn.ndim == 2 and mean.ndim == 1
+            and isinstance(js, types.UniTuple) and isinstance(js.dtype, types.Integer)
+            and isinstance(ws, types.UniTuple) and ws.dtype == F64 and ws.count == js.count + 1
+            and (gamma, a0, v, scale) == (F64, F64, F64, F64) and rkey == types.uint64
+            and isinstance(i, types.Integer) and isinstance(g, types.Integer)):
+        return None
+    sig = types.void(Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale)
+
+    def codegen(context, builder, sig, args):
+        i_, js_, ws_, gamma_, a0_, v_, rkey_, g_, scale_ = args[3:]
+        ty = sig.args
+        L = Lanes(builder, PAIRS)
+        i_, g_ = (context.cast(builder, x, t, types.int64) for x, t in ((i_, ty[3]), (g_, ty[10])))
+        js_ = [context.cast(builder, j, ty[4].dtype, types.int64)
+               for j in cgutils.unpack_tuple(builder, js_)]
+        ws_ = [L.splat(w) for w in cgutils.unpack_tuple(builder, ws_)]
+
+        def at(n, inds):
+            return element_pointer(context, builder, ty[n], args[n], inds, L.fty)
+
+        for k, z in zip(group_coordinates(builder, g_), emit_group(L, rkey_, g_, scale_)):
+            xs = [builder.load(at(0, [j, k]), align=8) for j in js_]
+            xs.insert(1, builder.load(at(2, [k]), align=8))
+            x = emit_mixed(L, False, None, ws_, xs)
+            zn = emit_descent(L, x, L.splat(gamma_), L.splat(a0_), emit_mul(L, z, L.splat(v_)))
+            builder.store(zn, at(1, [i_, k]), align=8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def drawn(view, cm, co, node, e0, m, gamma):
+    """fused's row with gaussian noise and its draw, in one pass, for a float64 state:
+    whether it took the row. Compiled code only (an overload chosen by the state's type,
+    inlined): a float32 state's rows take the draw, then fused (pair32 has no vector
+    form)."""
+    raise TypeError("drawn is called from numba code only")
+
+
+def _drawn64(view, cm, co, node, e0, m, gamma):
+    """drawn for a float64 state: the row's whole groups of 16 coordinates below d by
+    noisy_group (the draw in the update), then the rest of its noise drawn (fill_padded
+    from the first group left) and its coordinates as fused takes them. The same bits as
+    the draw then fused."""
+    Z, Zn, i, mean, a0 = view.Z, view.Zn, node.i, cm.m0, co.data.a0
+    d = Zn.shape[1]
+    if cm.ahead > 0:
+        prefetch_ahead(Z, i, cm.indptr, cm.indices, cm.ahead)
+    j0, w0, j1, w1, j2, w2 = head3(Zn, cm.indices, cm.w, e0)
+    beta = stored(Zn, cm.beta)
+    N, rn, v, u, dv, key, sc = co.N, node.rn, node.v, node.u, co.dv, node.key, co.scale
+    full = co.d // (2 * PAIRS)
+    if m == 3:
+        for g in range(full):
+            noisy_group(Z, Zn, mean, i, (j0, j1, j2), (w0, beta, w1, w2), gamma, a0, v, key, g,
+                        sc)
+        fill_padded(key, N, node.b, sc, co.d, full)
+        for k in range(2 * PAIRS * full, d):
+            x = mix3(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, beta, mean)
+            Zn[i, k] = descent(x, gamma, a0, noise_at(N, rn, k, v, u, dv))
+        return True
+    j3, w3, j4, w4 = next2(Zn, cm.indices, cm.w, e0)
+    for g in range(full):
+        noisy_group(Z, Zn, mean, i, (j0, j1, j2, j3, j4), (w0, beta, w1, w2, w3, w4), gamma,
+                    a0, v, key, g, sc)
+    fill_padded(key, N, node.b, sc, co.d, full)
+    for k in range(2 * PAIRS * full, d):
+        x = mix5(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean)
+        Zn[i, k] = descent(x, gamma, a0, noise_at(N, rn, k, v, u, dv))
+    return True
+
+
+@overload(drawn, inline="always")
+def _drawn(view, cm, co, node, e0, m, gamma):
+    if view.types[view.fields.index("Zn")].dtype == F64:
+        return _drawn64
+
+    def fused_after_draw(view, cm, co, node, e0, m, gamma):
+        return False
+    return fused_after_draw
+
+
 @template(**BLOCK_FLAGS)
 def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
-    """Step t of cell c on row blocks [b0, b1): steps.sweep with ``update``."""
+    """Step t of cell c on row blocks [b0, b1): steps.sweep with ``update``, or with
+    drawn_update for gaussian noise on a homogeneous diagonal problem (a loop of its own,
+    as GT's: gt.blocks). D-SGD draws its rows' noise itself (sweep's draw False)."""
     Zn = state.S1[c, 1 - cur]
-    sweep(update, View(state.S1[c, cur], Zn, state.S3[c], state.grads[c], (Zn,)), c, t, b0,
-          b1, last, state, mix, oracle)
+    view = View(state.S1[c, cur], Zn, state.S3[c], state.grads[c], (Zn,))
+    if DIAGONAL and oracle.kind == GAUSSIAN and not oracle.data.hetero:
+        sweep(drawn_update, view, c, t, b0, b1, last, state, mix, oracle, False)
+    else:
+        sweep(update, view, c, t, b0, b1, last, state, mix, oracle, False)
+
+
+@template(**INLINE_FLAGS)
+def drawn_update(view, cm, co, node, last):
+    """update for a step with gaussian noise on a homogeneous diagonal problem: fused's
+    rows (3 or FUSED_MAX entries, a step that does not write X) by drawn (a float64 state),
+    the others by update."""
+    i = node.i
+    e0 = cm.indptr[i]
+    m = cm.indptr[i + 1] - e0
+    if not last and (m == 3 or m == FUSED_MAX) and drawn(view, cm, co, node, e0, m,
+                                                         stored(view.Zn, cm.gamma)):
+        return
+    update(view, cm, co, node, last)
 
 
 def alloc(batch: Batch) -> tuple:
@@ -158,5 +289,6 @@ def state(batch: Batch, arrays: tuple, cur: int, c: int, t: int) -> dict:
     return {"X": batch.real(arrays[2][c])}
 
 
-ALGORITHM = Algorithm("dsgd", (blocks, update), 1, Costs(mixes=1, grad_evals=1, comm_rounds=1),
-                      alloc, init, iterates, state, doc=__doc__)
+ALGORITHM = Algorithm("dsgd", (blocks, update, drawn_update), 1,
+                      Costs(mixes=1, grad_evals=1, comm_rounds=1), alloc, init, iterates, state,
+                      doc=__doc__)

@@ -111,8 +111,11 @@ def scalar_intrinsic(emit):
     elif arity == 3:
         def typer(typingctx, a, b, c):
             return typed(a, b, c)
+    elif arity == 4:
+        def typer(typingctx, a, b, c, e):
+            return typed(a, b, c, e)
     else:
-        raise ValueError(f"{emit.__name__}: 2 or 3 values, not {arity}")
+        raise ValueError(f"{emit.__name__}: 2 to 4 values, not {arity}")
 
     typer.__name__ = typer.__qualname__ = emit.__name__.removeprefix("emit_")
     typer.__doc__ = emit.__doc__

@@ -192,6 +192,24 @@ def test_gt_setup_a_vector_rows_have_the_passes_bits(name, params, d):
     _check_against_reference("gt", W, d, "quadratic", "gaussian", sigma2=2.0, x0=_x0(W.n, d))
 
 
+@pytest.mark.parametrize("d", [16, 40, 100])
+@pytest.mark.parametrize("name,params", [("ring", {"n": 12, "self_weight": 0.2}),
+                                         ("torus", {"rows": 4, "cols": 5})])
+def test_dsgd_setup_a_vector_rows_have_the_passes_bits(name, params, d):
+    """D-SGD's Setup A rows on rings and tori take their whole groups of 16 coordinates in
+    vectors, the draw inside the update (dsgd.noisy_group): the bits of the draw then the
+    passes, which a step that writes X takes (a record at every step), at d with no tail,
+    a tail of 8 and of 4; and the dense reference's values, fed fastgt's noise (to RTOL)."""
+    W = fastgt.topology(name, **params)
+    kw = {"algorithm": "dsgd", "topology": W, "problem": "quadratic", "noise": "gaussian",
+          "d": d, "stepsize": GAMMA, "steps": STEPS, "seed": 5}
+    vectors = fastgt.run(**kw, record_every=STEPS)  # its last step only writes X
+    passes = fastgt.run(**kw, record_every=1)
+    np.testing.assert_array_equal(vectors.records[-1], passes.records[-1])
+    np.testing.assert_array_equal(vectors.state["X"], passes.state["X"])
+    _check_against_reference("dsgd", W, d, "quadratic", "gaussian", sigma2=2.0, x0=_x0(W.n, d))
+
+
 def test_padded_rows_mix_to_the_same_values():
     """pad_rows gives rows of 2 and 4 entries a zero-weight entry (so that mix_row fuses
     them): the same matrices, and mix_row gives the same bits with and without it (the

@@ -1,10 +1,12 @@
 """LLVM IR on one value or on a vector of ``lanes`` values, for code written once as IR
-builders and emitted in either shape (the normal transform: rng.py; exp: exp.py).
+builders (``emit_*``) and emitted in either shape: the normal transform (rng.py), a row's
+mix (mixing.py), GT's and D-SGD's updates, the homogeneous gradient, fma and mul, exp.
 
 numba's loops vectorize scalar code well, but not everywhere: a whole generator group
 drawn as explicit vectors took 0.83-0.88x the time of the loop LLVM vectorized from the
 scalar pair, and GT's Setup A row, its draw and update in one basic block, 0.80-0.87x the
-time of the draw then the update (docs/performance.md, GT's Setup A row with its draw); a
+time of the draw then the update (D-SGD's 0.83-0.96x; docs/performance.md, GT's Setup A
+row with its draw); a
 libm call does not vectorize at all (exp.py). Written once here, the scalar form (a numba
 intrinsic, inlined into the loops that call it) and the vector form are the same
 operations in the same order, so every lane has the scalar form's bits. Float binary

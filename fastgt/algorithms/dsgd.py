@@ -16,22 +16,22 @@ from collections import namedtuple
 
 import numpy as np
 from numba import types
-from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels import jit, rows
-from ..kernels.lanes import Lanes, element_pointer, scalar_intrinsic
+from ..kernels.lanes import Lanes, scalar_intrinsic
 from ..kernels.mixing import (
     FUSED_MAX,
+    VectorRow,
     column_means,
-    emit_mixed,
     head3,
     mix3,
     mix5,
     mix_row,
     next2,
     prefetch_ahead,
+    vector_row_typed,
 )
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row, noise_at
 from ..kernels.rng import PAIRS, emit_group, fill_padded, group_coordinates
@@ -151,34 +151,19 @@ def noisy_group(typingctx, Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale)
     product: gaussian noise's v = u = 1), the mix of Z over the rows js with the weights ws
     (emit_mixed: the first entry's, the mean term's beta with the column means, then the
     others') and z' (emit_descent), written to Zn: the same operations, the same bits."""
-    if not (all(isinstance(a, types.Array) and a.dtype == F64 and a.layout == "C"
-                for a in (Z, Zn, mean))
-            and Z.ndim == 2 and Zn.ndim == 2 and mean.ndim == 1
-            and isinstance(js, types.UniTuple) and isinstance(js.dtype, types.Integer)
-            and isinstance(ws, types.UniTuple) and ws.dtype == F64 and ws.count == js.count + 1
-            and (gamma, a0, v, scale) == (F64, F64, F64, F64) and rkey == types.uint64
-            and isinstance(i, types.Integer) and isinstance(g, types.Integer)):
+    if not (vector_row_typed((Z, Zn), (mean,), js, ws, i, g)
+            and (gamma, a0, v, scale) == (F64, F64, F64, F64) and rkey == types.uint64):
         return None
     sig = types.void(Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale)
 
     def codegen(context, builder, sig, args):
-        i_, js_, ws_, gamma_, a0_, v_, rkey_, g_, scale_ = args[3:]
-        ty = sig.args
         L = Lanes(builder, PAIRS)
-        i_, g_ = (context.cast(builder, x, t, types.int64) for x, t in ((i_, ty[3]), (g_, ty[10])))
-        js_ = [context.cast(builder, j, ty[4].dtype, types.int64)
-               for j in cgutils.unpack_tuple(builder, js_)]
-        ws_ = [L.splat(w) for w in cgutils.unpack_tuple(builder, ws_)]
-
-        def at(n, inds):
-            return element_pointer(context, builder, ty[n], args[n], inds, L.fty)
-
-        for k, z in zip(group_coordinates(builder, g_), emit_group(L, rkey_, g_, scale_)):
-            xs = [builder.load(at(0, [j, k]), align=8) for j in js_]
-            xs.insert(1, builder.load(at(2, [k]), align=8))
-            x = emit_mixed(L, False, None, ws_, xs)
-            zn = emit_descent(L, x, L.splat(gamma_), L.splat(a0_), emit_mul(L, z, L.splat(v_)))
-            builder.store(zn, at(1, [i_, k]), align=8)
+        row = VectorRow(context, builder, sig, args, L, 3, 4, 5, 10)
+        gamma_, a0_, v_, rkey_, scale_ = args[6], args[7], args[8], args[9], args[11]
+        for k, z in zip(group_coordinates(builder, row.g), emit_group(L, rkey_, row.g, scale_)):
+            zn = emit_descent(L, row.mixed(0, 2, k), L.splat(gamma_), L.splat(a0_),
+                              emit_mul(L, z, L.splat(v_)))
+            builder.store(zn, row.at(1, [row.i, k]), align=8)
         return context.get_dummy_value()
 
     return sig, codegen

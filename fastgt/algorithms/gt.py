@@ -23,13 +23,22 @@ from __future__ import annotations
 from collections import namedtuple
 
 from numba import types
-from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS, SCALAR_FLAGS
 from ..kernels import jit, rows
-from ..kernels.lanes import Lanes, element_pointer, scalar_intrinsic
-from ..kernels.mixing import FUSED_MAX, column_means, emit_mixed, head3, mix3, mix5, mix_row, next2
+from ..kernels.lanes import Lanes, scalar_intrinsic
+from ..kernels.mixing import (
+    FUSED_MAX,
+    VectorRow,
+    column_means,
+    head3,
+    mix3,
+    mix5,
+    mix_row,
+    next2,
+    vector_row_typed,
+)
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row
 from ..kernels.rng import PAIRS, emit_group, fill_padded, group_coordinates
 from ..kernels.rounding import F64, stored
@@ -251,47 +260,22 @@ def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, 
     Xn, G and Yn: the same operations, the same bits. Setup A's draw dominates its step;
     LLVM interleaves a group's draw with its update here, which the draw's loop then the
     update's did not (docs/performance.md)."""
-    rows, means = (X, Xn, Y, Yn, G), (mx, my)
-    if not (all(isinstance(a, types.Array) and a.dtype == F64 and a.layout == "C"
-                for a in rows + means)
-            and all(a.ndim == 2 for a in rows) and all(a.ndim == 1 for a in means)
-            and isinstance(js, types.UniTuple) and isinstance(js.dtype, types.Integer)
-            and isinstance(ws, types.UniTuple) and ws.dtype == F64 and ws.count == js.count + 1
-            and (gamma, a0, scale) == (F64, F64, F64) and rkey == types.uint64
-            and isinstance(i, types.Integer) and isinstance(g, types.Integer)):
+    if not (vector_row_typed((X, Xn, Y, Yn, G), (mx, my), js, ws, i, g)
+            and (gamma, a0, scale) == (F64, F64, F64) and rkey == types.uint64):
         return None
     sig = types.void(X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale)
 
     def codegen(context, builder, sig, args):
-        i_, js_, ws_, gamma_, a0_, rkey_, g_, scale_ = args[7:]
-        ty = sig.args
         L = Lanes(builder, PAIRS)
-        i_, g_ = (context.cast(builder, v, t, types.int64) for v, t in ((i_, ty[7]), (g_, ty[13])))
-        js_ = [context.cast(builder, j, ty[8].dtype, types.int64)
-               for j in cgutils.unpack_tuple(builder, js_)]
-        ws_ = [L.splat(w) for w in cgutils.unpack_tuple(builder, ws_)]
-
-        def at(n, inds):
-            return element_pointer(context, builder, ty[n], args[n], inds, L.fty)
-
-        def load(p):
-            return builder.load(p, align=8)
-
-        for k, z in zip(group_coordinates(builder, g_), emit_group(L, rkey_, g_, scale_)):
-
-            def mixed(a, mean, k=k):  # rows js_ of argument a, the column means argument mean
-                xs = [load(at(a, [j, k])) for j in js_]
-                xs.insert(1, load(at(mean, [k])))
-                return emit_mixed(L, False, None, ws_, xs)
-
-            xm, ym = mixed(0, 5), mixed(2, 6)
+        row = VectorRow(context, builder, sig, args, L, 7, 8, 9, 13)
+        gamma_, a0_, rkey_, scale_ = args[10], args[11], args[12], args[14]
+        for k, z in zip(group_coordinates(builder, row.g), emit_group(L, rkey_, row.g, scale_)):
+            xm, ym = row.mixed(0, 5, k), row.mixed(2, 6, k)
             x = emit_tracked_x(L, xm, ym, L.splat(gamma_))
             gk = emit_hom_gradient(L, L.splat(a0_), x, z)
-            pg = at(4, [i_, k])
-            y = emit_tracked_y(L, ym, gk, load(pg))
-            for n, v in ((1, x), (3, y)):
-                builder.store(v, at(n, [i_, k]), align=8)
-            builder.store(gk, pg, align=8)
+            y = emit_tracked_y(L, ym, gk, row.load(4, [row.i, k]))
+            for n, v in ((1, x), (3, y), (4, gk)):
+                builder.store(v, row.at(n, [row.i, k]), align=8)
         return context.get_dummy_value()
 
     return sig, codegen

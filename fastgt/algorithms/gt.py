@@ -37,6 +37,7 @@ from ..kernels.mixing import (
     mix5,
     mix_row,
     next2,
+    prefetch_ahead,
     vector_row_typed,
 )
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row
@@ -88,7 +89,8 @@ def update(view, cm, co, node, last):
     grad_het fix the roundings), one array less to read and write. Then, for a homogeneous
     problem without topology_y, a row of 3 or FUSED_MAX entries and no mean term, both
     mixes and the update take one pass (fused: the same bits); with gaussian noise, such
-    rows of a float64 state take drawn_update's one pass, the draw in it. Problems with
+    rows of a float64 state, the mean term's too, take drawn_update's one pass, the draw
+    in it. Problems with
     data (not DIAGONAL) on such rows: both mixes and x' in one pass (fused_mixes), then
     grad_row and Y's update. The row's gaussian noise is drawn here (GT's blocks ask sweep
     for none), before the passes."""
@@ -281,24 +283,29 @@ def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, 
     return sig, codegen
 
 
-def drawn(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
-    """Setup A's row (gaussian noise, a homogeneous diagonal problem; fused's rows) with its
-    draw, in one pass, for a float64 state: whether it took the row. Compiled code only
+def drawn(view, cm, co, node, e0, m, gamma):
+    """Setup A's row (gaussian noise, a homogeneous diagonal problem; a row of 3 or
+    FUSED_MAX entries from e0, the mean term's included) with its draw, in one pass, for a
+    float64 state: whether it took the row. Compiled code only
     (an overload chosen by the state's type, inlined): a float32 state's rows take the
     draw, then the passes (its transform, rng.pair32, has no vector form, and one pass with
     the draw before it took 1.1-1.2x the time of the passes on an AVX2 core)."""
     raise TypeError("drawn is called from numba code only")
 
 
-def _drawn64(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
+def _drawn64(view, cm, co, node, e0, m, gamma):
     """drawn for a float64 state: the row's whole groups of 16 coordinates below d by
     noisy_group (the draw in the update), then the rest of its noise drawn (fill_padded
     from the first group left) and its coordinates by noisy, mixed by mix3 or mix5. The
-    same bits as the draw then the passes one by one."""
+    same bits as the draw then the passes one by one. A scattered matrix's rows ahead
+    (cm.ahead) are prefetched first, as mix_row does."""
     X, Xn, Y, Yn, G, i = view.X, view.Xn, view.Y, view.Yn, view.G, node.i
-    d = Xn.shape[1]
-    j0, w0, j1, w1, j2, w2 = head3(Xn, indices, w, e0)
-    beta = stored(Xn, beta)
+    d, indices, mx, my = Xn.shape[1], cm.indices, cm.m0, cm.m1
+    if cm.ahead > 0:
+        prefetch_ahead(X, i, cm.indptr, indices, cm.ahead)
+        prefetch_ahead(Y, i, cm.indptr, indices, cm.ahead)
+    j0, w0, j1, w1, j2, w2 = head3(Xn, indices, cm.w, e0)
+    beta = stored(Xn, cm.beta)
     key, a0, sc = node.key, co.data.a0, co.scale
     full = co.d // (2 * PAIRS)
     if m == 3:
@@ -311,7 +318,7 @@ def _drawn64(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
                 view, co, node, gamma, k, mix3(Xn, X, i, k, j0, w0, j1, w1, j2, w2, beta, mx),
                 mix3(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, beta, my))
         return True
-    j3, w3, j4, w4 = next2(Xn, indices, w, e0)
+    j3, w3, j4, w4 = next2(Xn, indices, cm.w, e0)
     for g in range(full):
         noisy_group(X, Xn, Y, Yn, G, mx, my, i, (j0, j1, j2, j3, j4),
                     (w0, beta, w1, w2, w3, w4), gamma, a0, key, g, sc)
@@ -325,11 +332,11 @@ def _drawn64(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
 
 
 @overload(drawn, inline="always")
-def _drawn(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
+def _drawn(view, cm, co, node, e0, m, gamma):
     if view.types[view.fields.index("Xn")].dtype == F64:
         return _drawn64
 
-    def passes(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
+    def passes(view, cm, co, node, e0, m, gamma):
         return False
     return passes
 
@@ -379,14 +386,14 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
 @template(**INLINE_FLAGS)
 def drawn_update(view, cm, co, node, last):
     """update for a step with gaussian noise on a homogeneous diagonal problem: rows of 3
-    or FUSED_MAX entries without a mean term, topology_y or rows prefetched ahead by drawn
-    (a float64 state), the others by update."""
+    or FUSED_MAX entries without topology_y by drawn (a float64 state; the mean term's
+    rows too, unlike fused's: the draw dominates these steps), the others by update."""
     i = node.i
-    if not cm.ysep and cm.beta == 0.0 and cm.ahead == 0:
+    if not cm.ysep:
         e0 = cm.indptr[i]
         m = cm.indptr[i + 1] - e0
-        if (m == 3 or m == FUSED_MAX) and drawn(view, co, node, cm.indices, cm.w, e0, m, cm.beta,
-                                                cm.m0, cm.m1, stored(view.Xn, cm.gamma)):
+        if (m == 3 or m == FUSED_MAX) and drawn(view, cm, co, node, e0, m,
+                                                stored(view.Xn, cm.gamma)):
             return
     update(view, cm, co, node, last)
 

@@ -34,7 +34,7 @@ from ..kernels.mixing import (
     vector_row_typed,
 )
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row, noise_at
-from ..kernels.rng import PAIRS, emit_group, fill_padded, group_coordinates
+from ..kernels.rng import PAIRS, emit_runs, fill_padded
 from ..kernels.rounding import F64, emit_mul, stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
@@ -144,26 +144,30 @@ def fused(Zn, i, Z, indices, w, e0, m, beta, mean, noisy, N, rn, v, u, dv, gamma
 
 
 @intrinsic
-def noisy_group(typingctx, Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale):
+def noisy_group(typingctx, Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale, last):
     """Coordinates 16 g to 16 g + 15 of row i of a gaussian step (float64), as fused
     computes them one by one after the row's draw, in vectors: the group's 8 normal pairs
     (rng.emit_group, scaled: the noise row's values) times the noise's weight v (noise_at's
     product: gaussian noise's v = u = 1), the mix of Z over the rows js with the weights ws
     (emit_mixed: the first entry's, the mean term's beta with the column means, then the
-    others') and z' (emit_descent), written to Zn: the same operations, the same bits."""
-    if not (vector_row_typed((Z, Zn), (mean,), js, ws, i, g)
+    others') and z' (emit_descent), written to Zn: the same operations, the same bits.
+    ``last`` None, or (d, runs) for the row's partial last group (rng.emit_runs)."""
+    if not (vector_row_typed((Z, Zn), (mean,), js, ws, i, g, last)
             and (gamma, a0, v, scale) == (F64, F64, F64, F64) and rkey == types.uint64):
         return None
-    sig = types.void(Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale)
+    sig = types.void(Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale, last)
 
     def codegen(context, builder, sig, args):
         L = Lanes(builder, PAIRS)
-        row = VectorRow(context, builder, sig, args, L, 3, 4, 5, 10)
+        row = VectorRow(context, builder, sig, args, L, 3, 4, 5, 10, 12)
         gamma_, a0_, v_, rkey_, scale_ = args[6], args[7], args[8], args[9], args[11]
-        for k, z in zip(group_coordinates(builder, row.g), emit_group(L, rkey_, row.g, scale_)):
+
+        def update(k, z):
             zn = emit_descent(L, row.mixed(0, 2, k), L.splat(gamma_), L.splat(a0_),
                               emit_mul(L, z, L.splat(v_)))
             builder.store(zn, row.at(1, [row.i, k]), align=8)
+
+        emit_runs(L, rkey_, row.g, scale_, update, row.last)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -179,34 +183,30 @@ def drawn(view, cm, co, node, e0, m, gamma):
 
 def _drawn64(view, cm, co, node, e0, m, gamma):
     """drawn for a float64 state: the row's whole groups of 16 coordinates below d by
-    noisy_group (the draw in the update), then the rest of its noise drawn (fill_padded
-    from the first group left) and its coordinates as fused takes them. The same bits as
-    the draw then fused."""
+    noisy_group (the draw in the update), then its partial last group, if any, the same
+    way (gt._drawn64's rows). The same bits as the draw then fused."""
     Z, Zn, i, mean, a0 = view.Z, view.Zn, node.i, cm.m0, co.data.a0
-    d = Zn.shape[1]
     if cm.ahead > 0:
         prefetch_ahead(Z, i, cm.indptr, cm.indices, cm.ahead)
     j0, w0, j1, w1, j2, w2 = head3(Zn, cm.indices, cm.w, e0)
     beta = stored(Zn, cm.beta)
-    N, rn, v, u, dv, key, sc = co.N, node.rn, node.v, node.u, co.dv, node.key, co.scale
+    v, key, sc = node.v, node.key, co.scale
     full = co.d // (2 * PAIRS)
+    left = Zn.shape[1] - 2 * PAIRS * full  # the coordinates of a partial group: 0, 8 or 16
     if m == 3:
+        js, ws = (j0, j1, j2), (w0, beta, w1, w2)
         for g in range(full):
-            noisy_group(Z, Zn, mean, i, (j0, j1, j2), (w0, beta, w1, w2), gamma, a0, v, key, g,
-                        sc)
-        fill_padded(key, N, node.b, sc, co.d, full)
-        for k in range(2 * PAIRS * full, d):
-            x = mix3(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, beta, mean)
-            Zn[i, k] = descent(x, gamma, a0, noise_at(N, rn, k, v, u, dv))
+            noisy_group(Z, Zn, mean, i, js, ws, gamma, a0, v, key, g, sc, None)
+        if left:
+            noisy_group(Z, Zn, mean, i, js, ws, gamma, a0, v, key, full, sc,
+                        (co.d, left // PAIRS))
         return True
     j3, w3, j4, w4 = next2(Zn, cm.indices, cm.w, e0)
+    js5, ws5 = (j0, j1, j2, j3, j4), (w0, beta, w1, w2, w3, w4)
     for g in range(full):
-        noisy_group(Z, Zn, mean, i, (j0, j1, j2, j3, j4), (w0, beta, w1, w2, w3, w4), gamma,
-                    a0, v, key, g, sc)
-    fill_padded(key, N, node.b, sc, co.d, full)
-    for k in range(2 * PAIRS * full, d):
-        x = mix5(Zn, Z, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mean)
-        Zn[i, k] = descent(x, gamma, a0, noise_at(N, rn, k, v, u, dv))
+        noisy_group(Z, Zn, mean, i, js5, ws5, gamma, a0, v, key, g, sc, None)
+    if left:
+        noisy_group(Z, Zn, mean, i, js5, ws5, gamma, a0, v, key, full, sc, (co.d, left // PAIRS))
     return True
 
 

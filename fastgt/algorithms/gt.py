@@ -41,7 +41,7 @@ from ..kernels.mixing import (
     vector_row_typed,
 )
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row
-from ..kernels.rng import PAIRS, emit_group, fill_padded, group_coordinates
+from ..kernels.rng import PAIRS, emit_runs, fill_padded
 from ..kernels.rounding import F64, stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
@@ -252,32 +252,37 @@ def fused(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
 
 
 @intrinsic
-def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale):
+def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale, last):
     """Coordinates 16 g to 16 g + 15 of row i of Setup A's step (float64), as noisy computes
     them one by one after the row's draw, in vectors: the group's 8 normal pairs
     (rng.emit_normal_pair, with the scale: the noise row's values, which are the noise,
     gaussian noise's weights being 1), the mixes of X and Y over the rows js with the
     weights ws (mix3's and mix5's order: the first entry's, the mean term's beta with the
     column means mx, my, then the others'), x', g' (emit_hom_gradient) and y', written to
-    Xn, G and Yn: the same operations, the same bits. Setup A's draw dominates its step;
-    LLVM interleaves a group's draw with its update here, which the draw's loop then the
-    update's did not (docs/performance.md)."""
-    if not (vector_row_typed((X, Xn, Y, Yn, G), (mx, my), js, ws, i, g)
+    Xn, G and Yn: the same operations, the same bits. ``last`` None, or (d, runs) for the
+    row's partial last group (rng.emit_runs: the padding's noise 0, as the row's noise
+    holds it there). Setup A's draw dominates its step; LLVM interleaves a group's draw
+    with its update here, which the draw's loop then the update's did not
+    (docs/performance.md)."""
+    if not (vector_row_typed((X, Xn, Y, Yn, G), (mx, my), js, ws, i, g, last)
             and (gamma, a0, scale) == (F64, F64, F64) and rkey == types.uint64):
         return None
-    sig = types.void(X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale)
+    sig = types.void(X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale, last)
 
     def codegen(context, builder, sig, args):
         L = Lanes(builder, PAIRS)
-        row = VectorRow(context, builder, sig, args, L, 7, 8, 9, 13)
+        row = VectorRow(context, builder, sig, args, L, 7, 8, 9, 13, 15)
         gamma_, a0_, rkey_, scale_ = args[10], args[11], args[12], args[14]
-        for k, z in zip(group_coordinates(builder, row.g), emit_group(L, rkey_, row.g, scale_)):
+
+        def update(k, z):
             xm, ym = row.mixed(0, 5, k), row.mixed(2, 6, k)
             x = emit_tracked_x(L, xm, ym, L.splat(gamma_))
             gk = emit_hom_gradient(L, L.splat(a0_), x, z)
             y = emit_tracked_y(L, ym, gk, row.load(4, [row.i, k]))
             for n, v in ((1, x), (3, y), (4, gk)):
                 builder.store(v, row.at(n, [row.i, k]), align=8)
+
+        emit_runs(L, rkey_, row.g, scale_, update, row.last)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -295,12 +300,13 @@ def drawn(view, cm, co, node, e0, m, gamma):
 
 def _drawn64(view, cm, co, node, e0, m, gamma):
     """drawn for a float64 state: the row's whole groups of 16 coordinates below d by
-    noisy_group (the draw in the update), then the rest of its noise drawn (fill_padded
-    from the first group left) and its coordinates by noisy, mixed by mix3 or mix5. The
-    same bits as the draw then the passes one by one. A scattered matrix's rows ahead
-    (cm.ahead) are prefetched first, as mix_row does."""
+    noisy_group (the draw in the update), then its partial last group, if any, the same
+    way (the row's padded coordinates too, as the passes take them: its rows are whole
+    runs of PAIRS, Batch.dp's cache lines). The same bits as the draw then the passes one
+    by one. A scattered matrix's rows ahead (cm.ahead) are prefetched first, as mix_row
+    does."""
     X, Xn, Y, Yn, G, i = view.X, view.Xn, view.Y, view.Yn, view.G, node.i
-    d, indices, mx, my = Xn.shape[1], cm.indices, cm.m0, cm.m1
+    indices, mx, my = cm.indices, cm.m0, cm.m1
     if cm.ahead > 0:
         prefetch_ahead(X, i, cm.indptr, indices, cm.ahead)
         prefetch_ahead(Y, i, cm.indptr, indices, cm.ahead)
@@ -308,26 +314,22 @@ def _drawn64(view, cm, co, node, e0, m, gamma):
     beta = stored(Xn, cm.beta)
     key, a0, sc = node.key, co.data.a0, co.scale
     full = co.d // (2 * PAIRS)
+    left = Xn.shape[1] - 2 * PAIRS * full  # the coordinates of a partial group: 0, 8 or 16
     if m == 3:
+        js, ws = (j0, j1, j2), (w0, beta, w1, w2)
         for g in range(full):
-            noisy_group(X, Xn, Y, Yn, G, mx, my, i, (j0, j1, j2), (w0, beta, w1, w2), gamma,
-                        a0, key, g, sc)
-        fill_padded(key, co.N, node.b, sc, co.d, full)
-        for k in range(2 * PAIRS * full, d):
-            Xn[i, k], Yn[i, k], G[i, k] = noisy(
-                view, co, node, gamma, k, mix3(Xn, X, i, k, j0, w0, j1, w1, j2, w2, beta, mx),
-                mix3(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, beta, my))
+            noisy_group(X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, key, g, sc, None)
+        if left:
+            noisy_group(X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, key, full, sc,
+                        (co.d, left // PAIRS))
         return True
     j3, w3, j4, w4 = next2(Xn, indices, cm.w, e0)
+    js5, ws5 = (j0, j1, j2, j3, j4), (w0, beta, w1, w2, w3, w4)
     for g in range(full):
-        noisy_group(X, Xn, Y, Yn, G, mx, my, i, (j0, j1, j2, j3, j4),
-                    (w0, beta, w1, w2, w3, w4), gamma, a0, key, g, sc)
-    fill_padded(key, co.N, node.b, sc, co.d, full)
-    for k in range(2 * PAIRS * full, d):
-        Xn[i, k], Yn[i, k], G[i, k] = noisy(
-            view, co, node, gamma, k,
-            mix5(Xn, X, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, mx),
-            mix5(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, my))
+        noisy_group(X, Xn, Y, Yn, G, mx, my, i, js5, ws5, gamma, a0, key, g, sc, None)
+    if left:
+        noisy_group(X, Xn, Y, Yn, G, mx, my, i, js5, ws5, gamma, a0, key, full, sc,
+                    (co.d, left // PAIRS))
     return True
 
 

@@ -378,6 +378,26 @@ def group_coordinates(builder, g):
     return k, builder.add(k, I64(PAIRS))
 
 
+def emit_runs(L, rkey, g, scale, body, last=None):
+    """body(k, z) for each run of group g of the row with key rkey: k its first coordinate
+    (int64), z its PAIRS values (L's vectors of emit_group, scaled). ``last`` = (d, runs),
+    int64s, for a row's partial last group (a row of whole runs: Batch's rows are whole
+    cache lines, PAIRS doubles): coordinates from d on get 0, the padding's noise as
+    fill_padded writes it, and the second run is taken only when runs is 2."""
+    b = L.b
+    for r, (k, z) in enumerate(zip(group_coordinates(b, g), emit_group(L, rkey, g, scale))):
+        if last is None:
+            body(k, z)
+            continue
+        d, runs = last
+        z = b.select(b.icmp_signed("<", b.add(L.splat(k), L.iota()), L.splat(d)), z, L.f(0.0))
+        if r == 0:
+            body(k, z)
+            continue
+        with b.if_then(b.icmp_signed("==", runs, I64(2))):
+            body(k, z)
+
+
 @intrinsic
 def draw_group(typingctx, out, r, rkey, g, scale):
     """out[r, 16 g:16 g + 16] = scale * z_k, group g of the row with key rkey (a float64
@@ -393,14 +413,17 @@ def draw_group(typingctx, out, r, rkey, g, scale):
         aty = sig.args[0]
         r64, g64 = (context.cast(builder, args[j], sig.args[j], types.int64) for j in (1, 3))
         L = Lanes(builder, PAIRS)
-        for k, z in zip(group_coordinates(builder, g64), emit_group(L, args[2], g64, args[4])):
+
+        def store(k, z):
             if aty.layout == "C":  # the run in one store
                 builder.store(z, element_pointer(context, builder, aty, args[0], [r64, k], L.fty),
                               align=8)
-                continue
+                return
             for j in range(PAIRS):
                 p = element_pointer(context, builder, aty, args[0], [r64, builder.add(k, I64(j))])
                 builder.store(builder.extract_element(z, I32(j)), p)
+
+        emit_runs(L, args[2], g64, args[4], store)
         return context.get_dummy_value()
 
     return sig, codegen

@@ -16,14 +16,13 @@ from collections import namedtuple
 
 import numpy as np
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels import jit, rows
 from ..kernels.lanes import Lanes, scalar_intrinsic
 from ..kernels.mixing import (
     FUSED_MAX,
-    VectorRow,
     column_means,
     head3,
     mix3,
@@ -31,13 +30,13 @@ from ..kernels.mixing import (
     mix_row,
     next2,
     prefetch_ahead,
-    vector_row_typed,
 )
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row, noise_at
 from ..kernels.rng import PAIRS, emit_runs, fill_padded
 from ..kernels.rounding import F64, emit_mul, stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
+from ..kernels.vector_rows import VectorRow, drawn_row, vector_row_typed
 from ..problems.quadratic import grad_het_exact
 from .base import Algorithm, Batch, Costs, initial_point
 
@@ -173,51 +172,11 @@ def noisy_group(typingctx, Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale,
     return sig, codegen
 
 
-def drawn(view, cm, co, node, e0, m, gamma):
-    """fused's row with gaussian noise and its draw, in one pass, for a float64 state:
-    whether it took the row. Compiled code only (an overload chosen by the state's type,
-    inlined): a float32 state's rows take the draw, then fused (pair32 has no vector
-    form)."""
-    raise TypeError("drawn is called from numba code only")
-
-
-def _drawn64(view, cm, co, node, e0, m, gamma):
-    """drawn for a float64 state: the row's whole groups of 16 coordinates below d by
-    noisy_group (the draw in the update), then its partial last group, if any, the same
-    way (gt._drawn64's rows). The same bits as the draw then fused."""
-    Z, Zn, i, mean, a0 = view.Z, view.Zn, node.i, cm.m0, co.data.a0
-    if cm.ahead > 0:
-        prefetch_ahead(Z, i, cm.indptr, cm.indices, cm.ahead)
-    j0, w0, j1, w1, j2, w2 = head3(Zn, cm.indices, cm.w, e0)
-    beta = stored(Zn, cm.beta)
-    v, key, sc = node.v, node.key, co.scale
-    full = co.d // (2 * PAIRS)
-    left = Zn.shape[1] - 2 * PAIRS * full  # the coordinates of a partial group: 0, 8 or 16
-    if m == 3:
-        js, ws = (j0, j1, j2), (w0, beta, w1, w2)
-        for g in range(full):
-            noisy_group(Z, Zn, mean, i, js, ws, gamma, a0, v, key, g, sc, None)
-        if left:
-            noisy_group(Z, Zn, mean, i, js, ws, gamma, a0, v, key, full, sc,
-                        (co.d, left // PAIRS))
-        return True
-    j3, w3, j4, w4 = next2(Zn, cm.indices, cm.w, e0)
-    js5, ws5 = (j0, j1, j2, j3, j4), (w0, beta, w1, w2, w3, w4)
-    for g in range(full):
-        noisy_group(Z, Zn, mean, i, js5, ws5, gamma, a0, v, key, g, sc, None)
-    if left:
-        noisy_group(Z, Zn, mean, i, js5, ws5, gamma, a0, v, key, full, sc, (co.d, left // PAIRS))
-    return True
-
-
-@overload(drawn, inline="always")
-def _drawn(view, cm, co, node, e0, m, gamma):
-    if view.types[view.fields.index("Zn")].dtype == F64:
-        return _drawn64
-
-    def fused_after_draw(view, cm, co, node, e0, m, gamma):
-        return False
-    return fused_after_draw
+@jit(**INLINE_FLAGS)
+def group(view, cm, co, node, js, ws, g, last):
+    """vector_rows.drawn_row's group: noisy_group on view's arrays."""
+    noisy_group(view.Z, view.Zn, cm.m0, node.i, js, ws, stored(view.Zn, cm.gamma), co.data.a0,
+                node.v, node.key, g, co.scale, last)
 
 
 @template(**BLOCK_FLAGS)
@@ -241,8 +200,8 @@ def drawn_update(view, cm, co, node, last):
     i = node.i
     e0 = cm.indptr[i]
     m = cm.indptr[i + 1] - e0
-    if not last and (m == 3 or m == FUSED_MAX) and drawn(view, cm, co, node, e0, m,
-                                                         stored(view.Zn, cm.gamma)):
+    if not last and (m == 3 or m == FUSED_MAX) and drawn_row(group, view, cm, co, node, e0, m,
+                                                             (view.Z,)):
         return
     update(view, cm, co, node, last)
 

@@ -23,28 +23,18 @@ from __future__ import annotations
 from collections import namedtuple
 
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS, SCALAR_FLAGS
 from ..kernels import jit, rows
 from ..kernels.lanes import Lanes, scalar_intrinsic
-from ..kernels.mixing import (
-    FUSED_MAX,
-    VectorRow,
-    column_means,
-    head3,
-    mix3,
-    mix5,
-    mix_row,
-    next2,
-    prefetch_ahead,
-    vector_row_typed,
-)
+from ..kernels.mixing import FUSED_MAX, column_means, head3, mix3, mix5, mix_row, next2
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row
 from ..kernels.rng import PAIRS, emit_runs, fill_padded
 from ..kernels.rounding import F64, stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
+from ..kernels.vector_rows import VectorRow, drawn_row, vector_row_typed
 from ..problems.quadratic import (
     emit_hom_gradient,
     grad_exact,
@@ -288,59 +278,11 @@ def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, 
     return sig, codegen
 
 
-def drawn(view, cm, co, node, e0, m, gamma):
-    """Setup A's row (gaussian noise, a homogeneous diagonal problem; a row of 3 or
-    FUSED_MAX entries from e0, the mean term's included) with its draw, in one pass, for a
-    float64 state: whether it took the row. Compiled code only
-    (an overload chosen by the state's type, inlined): a float32 state's rows take the
-    draw, then the passes (its transform, rng.pair32, has no vector form, and one pass with
-    the draw before it took 1.1-1.2x the time of the passes on an AVX2 core)."""
-    raise TypeError("drawn is called from numba code only")
-
-
-def _drawn64(view, cm, co, node, e0, m, gamma):
-    """drawn for a float64 state: the row's whole groups of 16 coordinates below d by
-    noisy_group (the draw in the update), then its partial last group, if any, the same
-    way (the row's padded coordinates too, as the passes take them: its rows are whole
-    runs of PAIRS, Batch.dp's cache lines). The same bits as the draw then the passes one
-    by one. A scattered matrix's rows ahead (cm.ahead) are prefetched first, as mix_row
-    does."""
-    X, Xn, Y, Yn, G, i = view.X, view.Xn, view.Y, view.Yn, view.G, node.i
-    indices, mx, my = cm.indices, cm.m0, cm.m1
-    if cm.ahead > 0:
-        prefetch_ahead(X, i, cm.indptr, indices, cm.ahead)
-        prefetch_ahead(Y, i, cm.indptr, indices, cm.ahead)
-    j0, w0, j1, w1, j2, w2 = head3(Xn, indices, cm.w, e0)
-    beta = stored(Xn, cm.beta)
-    key, a0, sc = node.key, co.data.a0, co.scale
-    full = co.d // (2 * PAIRS)
-    left = Xn.shape[1] - 2 * PAIRS * full  # the coordinates of a partial group: 0, 8 or 16
-    if m == 3:
-        js, ws = (j0, j1, j2), (w0, beta, w1, w2)
-        for g in range(full):
-            noisy_group(X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, key, g, sc, None)
-        if left:
-            noisy_group(X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, key, full, sc,
-                        (co.d, left // PAIRS))
-        return True
-    j3, w3, j4, w4 = next2(Xn, indices, cm.w, e0)
-    js5, ws5 = (j0, j1, j2, j3, j4), (w0, beta, w1, w2, w3, w4)
-    for g in range(full):
-        noisy_group(X, Xn, Y, Yn, G, mx, my, i, js5, ws5, gamma, a0, key, g, sc, None)
-    if left:
-        noisy_group(X, Xn, Y, Yn, G, mx, my, i, js5, ws5, gamma, a0, key, full, sc,
-                    (co.d, left // PAIRS))
-    return True
-
-
-@overload(drawn, inline="always")
-def _drawn(view, cm, co, node, e0, m, gamma):
-    if view.types[view.fields.index("Xn")].dtype == F64:
-        return _drawn64
-
-    def passes(view, cm, co, node, e0, m, gamma):
-        return False
-    return passes
+@jit(**INLINE_FLAGS)
+def group(view, cm, co, node, js, ws, g, last):
+    """vector_rows.drawn_row's group: noisy_group on view's arrays."""
+    noisy_group(view.X, view.Xn, view.Y, view.Yn, view.G, cm.m0, cm.m1, node.i, js, ws,
+                stored(view.Xn, cm.gamma), co.data.a0, node.key, g, co.scale, last)
 
 
 @jit(**INLINE_FLAGS)
@@ -388,14 +330,15 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
 @template(**INLINE_FLAGS)
 def drawn_update(view, cm, co, node, last):
     """update for a step with gaussian noise on a homogeneous diagonal problem: rows of 3
-    or FUSED_MAX entries without topology_y by drawn (a float64 state; the mean term's
-    rows too, unlike fused's: the draw dominates these steps), the others by update."""
+    or FUSED_MAX entries without topology_y by vector_rows.drawn_row (a float64 state; the
+    mean term's rows too, unlike fused's: the draw dominates these steps), the others by
+    update."""
     i = node.i
     if not cm.ysep:
         e0 = cm.indptr[i]
         m = cm.indptr[i + 1] - e0
-        if (m == 3 or m == FUSED_MAX) and drawn(view, cm, co, node, e0, m,
-                                                stored(view.Xn, cm.gamma)):
+        if (m == 3 or m == FUSED_MAX) and drawn_row(group, view, cm, co, node, e0, m,
+                                                    (view.X, view.Y)):
             return
     update(view, cm, co, node, last)
 

@@ -15,8 +15,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS, SMALL_RUN
-from .lanes import Lanes, element_pointer
-from .rounding import F32, F64, FLOATS, prefetch_row, stored
+from .lanes import Lanes
+from .rounding import F32, FLOATS, prefetch_row, stored
 
 #: index 0 as a typed int64 for kernel calls: a literal 0 argument would make numba compile
 #: one more copy of the callee (a Literal[int](0) signature)
@@ -150,54 +150,6 @@ def mixed(typingctx, out, xi, ws, xs):
         return emit_mixed(L, ty == F32, args[1], ws_, xs_)
 
     return ty(out, ty, ws, xs), codegen
-
-
-def vector_row_typed(arrays2, means, js, ws, i, g, last):
-    """Whether a vector row kernel's operands type (its typing, which returns None
-    otherwise): float64 C arrays, rows (2-d) and column means (1-d); the row's entries js
-    (integers) and their weights ws (float64, the mean term's beta second); integer i and g;
-    ``last`` None (a whole group) or two integers (rng.emit_runs: a partial last group)."""
-    return (all(isinstance(a, types.Array) and a.dtype == F64 and a.layout == "C"
-                for a in arrays2 + means)
-            and all(a.ndim == 2 for a in arrays2) and all(a.ndim == 1 for a in means)
-            and isinstance(js, types.UniTuple) and isinstance(js.dtype, types.Integer)
-            and isinstance(ws, types.UniTuple) and ws.dtype == F64 and ws.count == js.count + 1
-            and isinstance(i, types.Integer) and isinstance(g, types.Integer)
-            and (isinstance(last, types.NoneType)
-                 or isinstance(last, types.UniTuple) and last.count == 2
-                 and isinstance(last.dtype, types.Integer)))
-
-
-class VectorRow:
-    """A vector row kernel's view of its operands (vector_row_typed's), in its codegen:
-    ``i`` and ``g`` as int64, the row's entries ``js`` as int64 and its weights ``ws`` in
-    every lane of L, ``last`` None or its two int64s (rng.emit_runs); ``at(n, inds)``, a
-    pointer to the vector at argument n's [inds]; ``mixed(n, mean, k)``, the row's mix
-    (emit_mixed) of argument n's rows js at coordinates k.. (the mean term's column means:
-    argument ``mean``)."""
-
-    def __init__(self, context, builder, sig, args, L, i, js, ws, g, last):
-        self.context, self.builder, self.sig, self.args, self.L = context, builder, sig, args, L
-        ty = sig.args
-        self.i, self.g = (context.cast(builder, args[n], ty[n], types.int64) for n in (i, g))
-        self.js = [context.cast(builder, j, ty[js].dtype, types.int64)
-                   for j in cgutils.unpack_tuple(builder, args[js])]
-        self.ws = [L.splat(w) for w in cgutils.unpack_tuple(builder, args[ws])]
-        self.last = (None if isinstance(ty[last], types.NoneType) else
-                     [context.cast(builder, v, ty[last].dtype, types.int64)
-                      for v in cgutils.unpack_tuple(builder, args[last])])
-
-    def at(self, n, inds):
-        return element_pointer(self.context, self.builder, self.sig.args[n], self.args[n], inds,
-                               self.L.fty)
-
-    def load(self, n, inds):
-        return self.builder.load(self.at(n, inds), align=8)
-
-    def mixed(self, n, mean, k):
-        xs = [self.load(n, [j, k]) for j in self.js]
-        xs.insert(1, self.load(mean, [k]))
-        return emit_mixed(self.L, False, None, self.ws, xs)
 
 
 @njit(**SCALAR_FLAGS)

@@ -27,7 +27,10 @@ in float32 arithmetic (kernels/rng.py's pair32: the initial point and the noise 
 float32 state; every sum and norm within 1.7e-5 relative of the one before, the float64
 runs' bits unchanged). Two GT runs whose rows take gt.fused's one pass (a ring with
 structured noise, a torus without noise) were added to that set before that pass, recorded
-by the three passes it replaced.
+by the three passes it replaced. A fourth set, tests/kernels/golden_vector.json
+(``--write-vector``), holds D²'s Setup A runs on a ring and interp_ring at d = 27 and 100,
+recorded by the draw then the passes before those rows came to take vector groups with
+their draw (kernels/vector_rows.py).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from fastgt.runtime import max_threads
 GOLDEN = Path(__file__).with_name("golden.json")
 GOLDEN_DATA = Path(__file__).with_name("golden_data.json")
 GOLDEN_FLOAT32 = Path(__file__).with_name("golden_float32.json")
+GOLDEN_VECTOR = Path(__file__).with_name("golden_vector.json")
 
 TOPOLOGIES = {
     "ring": ("ring", {"n": 12, "self_weight": 0.2}, 13),
@@ -79,6 +83,15 @@ FLOAT32_KEYS = ([f"{a}/erdos_renyi/hetero_quadratic/structured" for a in ALGORIT
                 + ["dsgd/ring/quadratic/none", "gt/interp_ring/quadratic/gaussian",
                    "gt/torus/hetero_quadratic/none", "gt/ring/quadratic/structured",
                    "gt/torus/quadratic/none"])
+
+
+#: Setup A runs whose rows came to take vector groups with their draw
+#: (kernels/vector_rows.py), recorded by the draw then the passes before they did: D² on
+#: a ring and interp_ring (the mean term), at d with whole groups and a partial one of
+#: both runs (27: rows of 32) and with whole groups and a padded run (100: rows of 104)
+VECTOR_TOPOLOGIES = {"ring": ("ring", {"n": 12}), "interp_ring": ("interp_ring",
+                                                                  {"n": 16, "alpha": 0.6})}
+VECTOR_KEYS = [f"d2/{topo}/{d}" for topo in VECTOR_TOPOLOGIES for d in (27, 100)]
 
 
 def keys():
@@ -131,6 +144,13 @@ def data_run(key: str, folder: Path, threads: int = 1):
                       problem=fastgt.problem(prob, **params), noise=noise, dtype=dtype,
                       threads=threads, **({"sigma2": 0.3} if "gaussian" in noise else {}),
                       **run_kw)
+
+
+def vector_run(key: str, threads: int = 1):
+    algo, topo, d = key.split("/")
+    name, params = VECTOR_TOPOLOGIES[topo]
+    return fastgt.run(algorithm=algo, topology=fastgt.topology(name, **params),
+                      noise="gaussian", d=int(d), threads=threads, **RUN)
 
 
 def run(key: str, threads: int = 1, dtype: str = "float64"):
@@ -237,6 +257,23 @@ def test_float32_states(golden_float32, key, threads):
     _check(key, fingerprint(run(key, threads, "float32")), golden_float32)
 
 
+@pytest.fixture(scope="module")
+def golden_vector():
+    return _load(GOLDEN_VECTOR)
+
+
+def test_the_vector_set_covers_its_keys(golden_vector):
+    assert sorted(golden_vector["runs"]) == sorted(VECTOR_KEYS)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("key", VECTOR_KEYS)
+def test_vector_rows(golden_vector, key, threads):
+    if threads > max_threads():
+        pytest.skip("needs 2 numba threads")
+    _check(key, fingerprint(vector_run(key, threads)), golden_vector)
+
+
 @pytest.mark.parametrize("algo", ["gt", "dsgd"])
 @pytest.mark.parametrize("noise", NOISES)
 @pytest.mark.parametrize("parallel,threads", [("cells", 1), ("blocks", 2)])
@@ -288,10 +325,20 @@ def write_float32() -> None:
     print(f"wrote {len(runs)} runs to {GOLDEN_FLOAT32}")
 
 
-WRITERS = {"--write": write, "--write-data": write_data, "--write-float32": write_float32}
+def write_vector() -> None:
+    runs = {key: fingerprint(vector_run(key)) for key in VECTOR_KEYS}
+    GOLDEN_VECTOR.write_text(json.dumps({"cpu": cpu(), "fastgt": fastgt.__version__,
+                                         "run": RUN, "runs": runs}, indent=1,
+                                        sort_keys=True) + "\n")
+    print(f"wrote {len(runs)} runs to {GOLDEN_VECTOR}")
+
+
+WRITERS = {"--write": write, "--write-data": write_data, "--write-float32": write_float32,
+           "--write-vector": write_vector}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in WRITERS:
         sys.exit("usage: python tests/kernels/test_golden.py --write | --write-data | "
-                 "--write-float32  (only before a change that must keep the numbers)")
+                 "--write-float32 | --write-vector  (only before a change that must keep "
+                 "the numbers)")
     WRITERS[sys.argv[1]]()

@@ -10,7 +10,10 @@ the run says allow_unstable=True.
 Run on Z(t) = 2 X(t) - X(t-1) - gamma (G(t) - G(t-1)), Z(0) = X(0) - gamma G(0), so that
 X(t+1) = W Z(t). State: Z double-buffered and mixed (S1), G (S2, its first buffer; no rows
 when the kernels recompute it: base.gradient_rows), X (S3).
-Any problem: the gradient comes from the problem's grad_row hook.
+Any problem: the gradient comes from the problem's grad_row hook. With gaussian noise on
+a homogeneous diagonal problem, a float64 state's rows of 3 or 5 entries (rings,
+interp_ring) draw their noise inside the update, group by group (kernels/vector_rows.py:
+the same bits).
 
 Per step: 1 mix (one communication round), 1 gradient evaluation.
 """
@@ -18,15 +21,27 @@ Per step: 1 mix (one communication round), 1 gradient evaluation.
 from collections import namedtuple
 
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
-from ..kernels import rows
-from ..kernels.mixing import column_means, mix_row
-from ..kernels.oracles import DIAGONAL, NONE, grad_row
-from ..kernels.rounding import stored
+from ..kernels import jit, rows
+from ..kernels.lanes import Lanes, scalar_intrinsic
+from ..kernels.mixing import FUSED_MAX, column_means, mix_row
+from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row
+from ..kernels.rng import PAIRS, emit_runs, fill_padded
+from ..kernels.rounding import F64, stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..problems.quadratic import grad_exact, grad_het, grad_het_exact, grad_hom, previous_row
+from ..kernels.vector_rows import VectorRow, drawn_row, vector_row_typed
+from ..problems.quadratic import (
+    emit_hom_gradient,
+    grad_exact,
+    grad_het,
+    grad_het_exact,
+    grad_hom,
+    previous_row,
+)
 from .base import (
     Algorithm,
     Costs,
@@ -40,6 +55,17 @@ from .base import (
 View = namedtuple("View", "Z Zn G X GS mixed", module=__name__)
 
 
+def emit_corrected(L, x, xp, g, gp, gamma):
+    """z' = 2 x' - x - gamma (g' - g): D²'s new coordinate from x' = (W Z)_ik, the previous
+    iterate's x, the new gradient's g' and the previous one's g."""
+    b = L.b
+    return b.fsub(b.fsub(b.fmul(L.f(2.0), x), xp), b.fmul(gamma, b.fsub(g, gp)))
+
+
+#: D²'s update as every path computes it (its scalar loops, its vector rows)
+corrected = scalar_intrinsic(emit_corrected)
+
+
 @template(**INLINE_FLAGS)
 def update(view, cm, co, node, last):
     """Row i: x' = (W Z)_i, g' = node i's stochastic gradient at x',
@@ -48,7 +74,7 @@ def update(view, cm, co, node, last):
     previous step's draw (problems.quadratic.previous_row, as GT does), one array less to stream.
     Gradients are taken as G would hold them (stored: rounded for a float32 state)."""
     Z, Zn, G, X, GS, i, b = view.Z, view.Zn, view.G, view.X, view.GS, node.i, node.b
-    gamma, two = stored(Zn, cm.gamma), stored(Zn, 2.0)  # a float32 state's: float32
+    gamma = stored(Zn, cm.gamma)  # a float32 state's: float32
     mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
     if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
         N, rn, rp, v, u, dv = co.N, node.rn, previous_row(co, node), node.v, node.u, co.dv
@@ -59,42 +85,102 @@ def update(view, cm, co, node, last):
                 x, xp = Zn[i, k], X[i, k]
                 g = stored(Zn, grad_het(N, rn, k, v, u, dv, x, A, B, i))
                 gp = stored(Zn, grad_het(N, rp, k, v, u, dv, xp, A, B, i))
-                Zn[i, k] = two * x - xp - gamma * (g - gp)
+                Zn[i, k] = corrected(x, xp, g, gp, gamma)
                 X[i, k] = x
         elif co.data.hetero:  # no noise (grad_het_exact: the same bits)
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
                 g = stored(Zn, grad_het_exact(k, x, A, B, i))
                 gp = stored(Zn, grad_het_exact(k, xp, A, B, i))
-                Zn[i, k] = two * x - xp - gamma * (g - gp)
+                Zn[i, k] = corrected(x, xp, g, gp, gamma)
                 X[i, k] = x
         elif co.kind != NONE:
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
                 g = stored(Zn, grad_hom(N, rn, k, v, u, dv, x, a0))
                 gp = stored(Zn, grad_hom(N, rp, k, v, u, dv, xp, a0))
-                Zn[i, k] = two * x - xp - gamma * (g - gp)
+                Zn[i, k] = corrected(x, xp, g, gp, gamma)
                 X[i, k] = x
         else:  # no noise (grad_exact: the same bits)
             for k in range(Zn.shape[1]):
                 x, xp = Zn[i, k], X[i, k]
                 g, gp = stored(Zn, grad_exact(x, a0)), stored(Zn, grad_exact(xp, a0))
-                Zn[i, k] = two * x - xp - gamma * (g - gp)
+                Zn[i, k] = corrected(x, xp, g, gp, gamma)
                 X[i, k] = x
         return
     grad_row(co, node, Zn, i, GS, b)
     for k in range(Zn.shape[1]):
         x, g = Zn[i, k], stored(G, GS[b, k])
-        Zn[i, k] = two * x - X[i, k] - gamma * (g - G[i, k])
+        Zn[i, k] = corrected(x, X[i, k], g, G[i, k], gamma)
         X[i, k] = x
         G[i, k] = g
 
 
+@intrinsic
+def noisy_group(typingctx, Z, Zn, G, X, mean, i, js, ws, gamma, a0, rkey, g, scale, last):
+    """Coordinates 16 g to 16 g + 15 of row i of a gaussian step on a homogeneous diagonal
+    problem (float64), as update computes them after the row's draw, in vectors: the
+    group's 8 normal pairs (rng.emit_runs, scaled: the noise row's values, which are the
+    noise, gaussian noise's weights being 1; ``last``: the row's partial last group), the
+    mix of Z over the rows js with the weights ws (emit_mixed, the mean term's beta second
+    with the column means), g' (emit_hom_gradient) and z' (emit_corrected), written to Zn,
+    X and G: the same operations, the same bits."""
+    if not (vector_row_typed((Z, Zn, G, X), (mean,), js, ws, i, g, last)
+            and (gamma, a0, scale) == (F64, F64, F64) and rkey == types.uint64):
+        return None
+    sig = types.void(Z, Zn, G, X, mean, i, js, ws, gamma, a0, rkey, g, scale, last)
+
+    def codegen(context, builder, sig, args):
+        L = Lanes(builder, PAIRS)
+        row = VectorRow(context, builder, sig, args, L, 5, 6, 7, 11, 13)
+        gamma_, a0_, rkey_, scale_ = args[8], args[9], args[10], args[12]
+
+        def update(k, z):
+            x = row.mixed(0, 4, k)
+            gk = emit_hom_gradient(L, L.splat(a0_), x, z)
+            zn = emit_corrected(L, x, row.load(3, [row.i, k]), gk, row.load(2, [row.i, k]),
+                                L.splat(gamma_))
+            for n, v in ((1, zn), (3, x), (2, gk)):
+                builder.store(v, row.at(n, [row.i, k]), align=8)
+
+        emit_runs(L, rkey_, row.g, scale_, update, row.last)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@jit(**INLINE_FLAGS)
+def group(view, cm, co, node, js, ws, g, last):
+    """vector_rows.drawn_row's group: noisy_group on view's arrays."""
+    noisy_group(view.Z, view.Zn, view.G, view.X, cm.m0, node.i, js, ws,
+                stored(view.Zn, cm.gamma), co.data.a0, node.key, g, co.scale, last)
+
+
 @template(**BLOCK_FLAGS)
 def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
+    """Step t of cell c on row blocks [b0, b1): steps.sweep with ``update``, or with
+    drawn_update (a loop of its own, as GT's: gt.blocks) for gaussian noise on a
+    homogeneous diagonal problem, whose rows draw their own noise."""
     Zn = state.S1[c, 1 - cur]
     view = View(state.S1[c, cur], Zn, state.S2[c, 0], state.S3[c], state.grads[c], (Zn,))
-    sweep(update, view, c, t, b0, b1, last, state, mix, oracle)
+    if DIAGONAL and oracle.kind == GAUSSIAN and not oracle.data.hetero:
+        sweep(drawn_update, view, c, t, b0, b1, last, state, mix, oracle, False)
+    else:
+        sweep(update, view, c, t, b0, b1, last, state, mix, oracle)
+
+
+@template(**INLINE_FLAGS)
+def drawn_update(view, cm, co, node, last):
+    """update for a step with gaussian noise on a homogeneous diagonal problem: rows of 3
+    or FUSED_MAX entries by vector_rows.drawn_row (a float64 state: the draw in the
+    update), the others drawn (as sweep draws them) then by update."""
+    i = node.i
+    e0 = cm.indptr[i]
+    m = cm.indptr[i + 1] - e0
+    if (m == 3 or m == FUSED_MAX) and drawn_row(group, view, cm, co, node, e0, m, (view.Z,)):
+        return
+    fill_padded(node.key, co.N, node.b, co.scale, co.d)
+    update(view, cm, co, node, last)
 
 
 def alloc(batch):
@@ -146,6 +232,7 @@ def check(W, local_steps):
     return None
 
 
-ALGORITHM = Algorithm("d2", (blocks, update), 1, Costs(mixes=1, grad_evals=1, comm_rounds=1),
+ALGORITHM = Algorithm("d2", (blocks, update, drawn_update), 1,
+                      Costs(mixes=1, grad_evals=1, comm_rounds=1),
                       alloc, init, iterates, state, doc=__doc__, check=check,
                       drifts=True)

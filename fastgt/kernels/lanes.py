@@ -91,9 +91,9 @@ def float_type(args):
 
 
 def scalar_intrinsic(emit):
-    """A numba intrinsic of ``emit_NAME(L, *values)``'s scalar form (named NAME, with its
-    docstring): the arguments, floats, taken in float_type's type
-    (numba casts them), the value of that type: numba code written ``emit``'s way."""
+    """A numba intrinsic of ``emit_NAME(L, *values)``'s scalar form, 2 to 5 values (named
+    NAME, with its docstring): the arguments, floats, taken in float_type's type (numba
+    casts them), the value of that type: numba code written ``emit``'s way."""
 
     def typed(*args):
         ty = float_type(args)
@@ -116,8 +116,11 @@ def scalar_intrinsic(emit):
     elif arity == 4:
         def typer(typingctx, a, b, c, e):
             return typed(a, b, c, e)
+    elif arity == 5:
+        def typer(typingctx, a, b, c, e, f):
+            return typed(a, b, c, e, f)
     else:
-        raise ValueError(f"{emit.__name__}: 2 to 4 values, not {arity}")
+        raise ValueError(f"{emit.__name__}: 2 to 5 values, not {arity}")
 
     typer.__name__ = typer.__qualname__ = emit.__name__.removeprefix("emit_")
     typer.__doc__ = emit.__doc__

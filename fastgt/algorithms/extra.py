@@ -8,7 +8,10 @@ is X(t+1) = X(t) + W X(t) - gamma G(t) - H(t) (the first one included) and the p
 iterate is not kept: H(t+1) = (X(t) + W X(t)) / 2 - gamma G(t) comes from the same row.
 State: X double-buffered and mixed (S1), H (S2, its first buffer), G (S3), 4 n d floats
 (3 when the kernels recompute G: base.gradient_rows).
-Any problem: the gradient comes from the problem's grad_row hook.
+Any problem: the gradient comes from the problem's grad_row hook. With gaussian noise on
+a homogeneous diagonal problem, a float64 state's rows of 3 or 5 entries (rings, tori,
+interp_ring) draw their noise inside the update, group by group (kernels/vector_rows.py:
+the same bits).
 
 Per step: 1 mix (one communication round), 1 gradient evaluation. Its analysis needs a
 symmetric W: on time-varying matrices that are not (the one-peer graph's, a cycle's own)
@@ -18,20 +21,49 @@ it diverges (``check``).
 from collections import namedtuple
 
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
-from ..kernels import rows
-from ..kernels.mixing import column_means, mix_row
-from ..kernels.oracles import DIAGONAL, NONE, grad_row
-from ..kernels.rounding import stored
+from ..kernels import jit, rows
+from ..kernels.lanes import Lanes, scalar_intrinsic
+from ..kernels.mixing import FUSED_MAX, column_means, mix_row
+from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row
+from ..kernels.rng import PAIRS, emit_runs, fill_padded
+from ..kernels.rounding import F64, stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..problems.quadratic import grad_exact, grad_het, grad_het_exact, grad_hom, previous_row
+from ..kernels.vector_rows import VectorRow, drawn_row, vector_row_typed
+from ..problems.quadratic import (
+    emit_hom_gradient,
+    grad_exact,
+    grad_het,
+    grad_het_exact,
+    grad_hom,
+    previous_row,
+)
 from .base import Algorithm, Costs, gradient_rows, gradients, initial_point
 
 #: cell c's views: X now and next, H, G, a gradient row per block, the next buffer of the
 #: mixed array
 View = namedtuple("View", "X Xn H G GS mixed", module=__name__)
+
+
+def emit_extra_x(L, x, w, g, h, gamma):
+    """x' = x + w - gamma g - h: EXTRA's new coordinate from x = X_ik, w = (W X)_ik, the
+    gradient g at x and the history h = H_ik."""
+    b = L.b
+    return b.fsub(b.fsub(b.fadd(x, w), b.fmul(gamma, g)), h)
+
+
+def emit_extra_h(L, x, w, g, gamma):
+    """h' = (x + w) / 2 - gamma g: the history's new coordinate (the half as a product)."""
+    b = L.b
+    return b.fsub(b.fmul(L.f(0.5), b.fadd(x, w)), b.fmul(gamma, g))
+
+
+#: EXTRA's update as every path computes it (its scalar loops, its vector rows)
+extra_x, extra_h = scalar_intrinsic(emit_extra_x), scalar_intrinsic(emit_extra_h)
 
 
 @template(**INLINE_FLAGS)
@@ -42,7 +74,7 @@ def update(view, cm, co, node, last):
     X[i] and the previous step's draw (problems.quadratic.previous_row, as GT does), as G
     would hold it (stored: rounded for a float32 state)."""
     X, Xn, H, G, i = view.X, view.Xn, view.H, view.G, node.i
-    gamma, half = stored(Xn, cm.gamma), stored(Xn, 0.5)  # a float32 state's: float32
+    gamma = stored(Xn, cm.gamma)  # a float32 state's: float32
     mix_row(Xn, i, X, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
     if DIAGONAL and G.shape[0] == 0:  # G(t) recomputed from X(t): the same bits
         N, rp, v, u, dv = co.N, previous_row(co, node), node.v, node.u, co.dv
@@ -52,31 +84,31 @@ def update(view, cm, co, node, last):
             for k in range(Xn.shape[1]):
                 x, w = X[i, k], Xn[i, k]
                 g = stored(Xn, grad_het(N, rp, k, v, u, dv, x, A, B, i))
-                Xn[i, k] = x + w - gamma * g - H[i, k]
-                H[i, k] = half * (x + w) - gamma * g
+                Xn[i, k] = extra_x(x, w, g, H[i, k], gamma)
+                H[i, k] = extra_h(x, w, g, gamma)
         elif co.data.hetero:  # no noise (grad_het_exact: the same bits)
             for k in range(Xn.shape[1]):
                 x, w = X[i, k], Xn[i, k]
                 g = stored(Xn, grad_het_exact(k, x, A, B, i))
-                Xn[i, k] = x + w - gamma * g - H[i, k]
-                H[i, k] = half * (x + w) - gamma * g
+                Xn[i, k] = extra_x(x, w, g, H[i, k], gamma)
+                H[i, k] = extra_h(x, w, g, gamma)
         elif co.kind != NONE:
             for k in range(Xn.shape[1]):
                 x, w = X[i, k], Xn[i, k]
                 g = stored(Xn, grad_hom(N, rp, k, v, u, dv, x, a0))
-                Xn[i, k] = x + w - gamma * g - H[i, k]
-                H[i, k] = half * (x + w) - gamma * g
+                Xn[i, k] = extra_x(x, w, g, H[i, k], gamma)
+                H[i, k] = extra_h(x, w, g, gamma)
         else:  # no noise (grad_exact: the same bits)
             for k in range(Xn.shape[1]):
                 x, w = X[i, k], Xn[i, k]
                 g = stored(Xn, grad_exact(x, a0))
-                Xn[i, k] = x + w - gamma * g - H[i, k]
-                H[i, k] = half * (x + w) - gamma * g
+                Xn[i, k] = extra_x(x, w, g, H[i, k], gamma)
+                H[i, k] = extra_h(x, w, g, gamma)
         return
     for k in range(Xn.shape[1]):
         x, w, g = X[i, k], Xn[i, k], G[i, k]
-        Xn[i, k] = x + w - gamma * g - H[i, k]
-        H[i, k] = half * (x + w) - gamma * g
+        Xn[i, k] = extra_x(x, w, g, H[i, k], gamma)
+        H[i, k] = extra_h(x, w, g, gamma)
     if DIAGONAL:  # one write per element: straight into G
         grad_row(co, node, Xn, i, G, i)
         return
@@ -86,11 +118,73 @@ def update(view, cm, co, node, last):
         G[i, k] = GS[b, k]
 
 
+@intrinsic
+def noisy_group(typingctx, X, Xn, H, G, mean, i, js, ws, gamma, a0, rkey, g, scale, last):
+    """Coordinates 16 g to 16 g + 15 of row i of a gaussian step on a homogeneous diagonal
+    problem (float64), as update computes them after the row's draw, in vectors: the
+    group's 8 normal pairs (rng.emit_runs, scaled: the noise row's values, which are the
+    noise, gaussian noise's weights being 1; ``last``: the row's partial last group), the
+    mix w of X over the rows js with the weights ws (emit_mixed, the mean term's beta
+    second with the column means), x' and h' (emit_extra_x, emit_extra_h, from G's and H's
+    coordinates) and g' (emit_hom_gradient at x'), written to Xn, H and G: the same
+    operations, the same bits."""
+    if not (vector_row_typed((X, Xn, H, G), (mean,), js, ws, i, g, last)
+            and (gamma, a0, scale) == (F64, F64, F64) and rkey == types.uint64):
+        return None
+    sig = types.void(X, Xn, H, G, mean, i, js, ws, gamma, a0, rkey, g, scale, last)
+
+    def codegen(context, builder, sig, args):
+        L = Lanes(builder, PAIRS)
+        row = VectorRow(context, builder, sig, args, L, 5, 6, 7, 11, 13)
+        gamma_, a0_, rkey_, scale_ = L.splat(args[8]), args[9], args[10], args[12]
+
+        def update(k, z):
+            w = row.mixed(0, 4, k)
+            x, h, gk = (row.load(n, [row.i, k]) for n in (0, 2, 3))
+            xn = emit_extra_x(L, x, w, gk, h, gamma_)
+            hn = emit_extra_h(L, x, w, gk, gamma_)
+            gn = emit_hom_gradient(L, L.splat(a0_), xn, z)
+            for n, v in ((1, xn), (2, hn), (3, gn)):
+                builder.store(v, row.at(n, [row.i, k]), align=8)
+
+        emit_runs(L, rkey_, row.g, scale_, update, row.last)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@jit(**INLINE_FLAGS)
+def group(view, cm, co, node, js, ws, g, last):
+    """vector_rows.drawn_row's group: noisy_group on view's arrays."""
+    noisy_group(view.X, view.Xn, view.H, view.G, cm.m0, node.i, js, ws,
+                stored(view.Xn, cm.gamma), co.data.a0, node.key, g, co.scale, last)
+
+
 @template(**BLOCK_FLAGS)
 def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
+    """Step t of cell c on row blocks [b0, b1): steps.sweep with ``update``, or with
+    drawn_update (a loop of its own, as GT's: gt.blocks) for gaussian noise on a
+    homogeneous diagonal problem, whose rows draw their own noise."""
     Xn = state.S1[c, 1 - cur]
     view = View(state.S1[c, cur], Xn, state.S2[c, 0], state.S3[c], state.grads[c], (Xn,))
-    sweep(update, view, c, t, b0, b1, last, state, mix, oracle)
+    if DIAGONAL and oracle.kind == GAUSSIAN and not oracle.data.hetero:
+        sweep(drawn_update, view, c, t, b0, b1, last, state, mix, oracle, False)
+    else:
+        sweep(update, view, c, t, b0, b1, last, state, mix, oracle)
+
+
+@template(**INLINE_FLAGS)
+def drawn_update(view, cm, co, node, last):
+    """update for a step with gaussian noise on a homogeneous diagonal problem: rows of 3
+    or FUSED_MAX entries by vector_rows.drawn_row (a float64 state: the draw in the
+    update), the others drawn (as sweep draws them) then by update."""
+    i = node.i
+    e0 = cm.indptr[i]
+    m = cm.indptr[i + 1] - e0
+    if (m == 3 or m == FUSED_MAX) and drawn_row(group, view, cm, co, node, e0, m, (view.X,)):
+        return
+    fill_padded(node.key, co.N, node.b, co.scale, co.d)
+    update(view, cm, co, node, last)
 
 
 def alloc(batch):
@@ -132,6 +226,6 @@ def check(W, local_steps):
     return None
 
 
-ALGORITHM = Algorithm("extra", (blocks, update), 1,
+ALGORITHM = Algorithm("extra", (blocks, update, drawn_update), 1,
                       Costs(mixes=1, grad_evals=1, comm_rounds=1), alloc, init, iterates, state,
                       doc=__doc__, check=check, drifts=True)

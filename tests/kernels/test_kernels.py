@@ -214,6 +214,58 @@ def test_dsgd_setup_a_vector_rows_have_the_passes_bits(name, params, d):
     _check_against_reference("dsgd", W, d, "quadratic", "gaussian", sigma2=2.0, x0=_x0(W.n, d))
 
 
+def _padded_to_six(indptr, indices, weights):
+    """pad_rows, then every row of 3 or 5 entries given zero-weight entries of its last
+    column up to 6: such rows take the passes (mix_row's 5-entry pass and a pass for the
+    sixth), not the vector rows, with the same sums (each adds fma(0, x, s) = s)."""
+    indptr, indices, weights = pad_rows(indptr, indices, weights)
+    lengths = np.diff(indptr)
+    extra = np.where((lengths == 3) | (lengths == 5), 6 - lengths, 0)
+    ends = np.repeat(indptr[1:], extra)
+    return ((indptr + np.concatenate([[0], np.cumsum(extra)])).astype(indptr.dtype),
+            np.insert(indices, ends, indices[ends - 1]), np.insert(weights, ends, 0.0, axis=1))
+
+
+def _shuffled_cycle(n=48, seed=2):
+    """A cycle through the nodes in a random order: rows of 3 entries whose neighbours are
+    scattered (prefetched ahead: algorithms.base.ahead)."""
+    p = np.random.default_rng(seed).permutation(n)
+    return fastgt.topology("from_edges", edges=[(int(p[k]), int(p[(k + 1) % n]))
+                                                for k in range(n)])
+
+
+@pytest.mark.parametrize("name,params", [("ring", {"n": 12}),
+                                         ("interp_ring", {"n": 16, "alpha": 0.6}),
+                                         ("torus", {"rows": 4, "cols": 5}),
+                                         ("shuffled_cycle", {})])
+@pytest.mark.parametrize("algorithm", ALGOS)
+def test_setup_a_vector_rows_have_the_bits_of_the_passes(monkeypatch, algorithm, name, params):
+    """Setup A's rows of 3 or 5 entries (vector groups with their draw, kernels/
+    vector_rows.py) give the bits of the same rows padded to 6 entries, which take the draw
+    then the passes: on any CPU, every algorithm, the mean term (interp_ring), a torus,
+    scattered rows prefetched ahead (a shuffled cycle), at d with a partial group of both
+    runs (27) and of one (40), and in a batch of two cells of other stepsizes, noise
+    scales and seeds (D² on a torus: allow_unstable, 23 steps)."""
+    from fastgt.algorithms import base
+
+    W = _shuffled_cycle() if name == "shuffled_cycle" else fastgt.topology(name, **params)
+    if name == "shuffled_cycle":
+        assert base.ahead(W.indptr, W.indices, W.n, 1, False) > 0
+    kw = {"algorithm": algorithm, "problem": "quadratic", "noise": "gaussian",
+          "steps": STEPS, "record_every": RECORD, "allow_unstable": True}
+    cells = [{"topology": W, "stepsize": GAMMA, "seed": 5, "sigma2": 2.0},
+             {"topology": W, "stepsize": 0.05, "seed": 6, "sigma2": 0.5}]
+    runs = []
+    for pad in (base.pad_rows, _padded_to_six):
+        monkeypatch.setattr(base, "pad_rows", pad)
+        runs.append([fastgt.run(topology=W, d=d, stepsize=GAMMA, seed=5, **kw)
+                     for d in (27, 40)] + fastgt.run_batch(cells, d=40, **kw))
+    for vectors, passes in zip(*runs):
+        np.testing.assert_array_equal(vectors.records, passes.records)
+        for key, value in vectors.state.items():
+            np.testing.assert_array_equal(value, passes.state[key], err_msg=key)
+
+
 def test_padded_rows_mix_to_the_same_values():
     """pad_rows gives rows of 2 and 4 entries a zero-weight entry (so that mix_row fuses
     them): the same matrices, and mix_row gives the same bits with and without it (the
@@ -295,8 +347,11 @@ def test_row_padding_stays_zero_and_rows_start_on_lines(algorithm, problem, nois
     """Rows are padded from d = 11 to 16 columns so that every row starts on a cache line,
     and state buffers get spare rows past n: after steps (a batch of two cells), every
     padded column of the state, the block sums and the means, and every spare row, is
-    exactly zero, so it adds nothing to any mix or metric."""
+    exactly zero, so it adds nothing to any mix or metric. Rows are whole runs of a
+    generator group (kernels/vector_rows.py)."""
     from fastgt.algorithms import ALGORITHMS, Batch, Cell
+    from fastgt.algorithms.base import LANES
+    from fastgt.kernels.rng import PAIRS
     from fastgt.problems import make_noise
 
     n, d = 14, 11
@@ -304,7 +359,7 @@ def test_row_padding_stays_zero_and_rows_start_on_lines(algorithm, problem, nois
     prob = fastgt.problem(problem).build(n, d)
     cells = [Cell(W, make_noise(noise, 2.0, d, W), 0.05, s) for s in (1, 2)]
     batch = Batch(cells, prob, dtype=dtype)
-    assert batch.dp == 16
+    assert batch.dp == 16 and LANES % PAIRS == 0
     algo = ALGORITHMS[algorithm]
     arrays = algo.init(batch)
     for by_cells in (True, False):

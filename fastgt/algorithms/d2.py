@@ -117,18 +117,18 @@ def update(view, cm, co, node, last):
 
 
 @intrinsic
-def noisy_group(typingctx, Z, Zn, G, X, mean, i, js, ws, gamma, a0, rkey, g, scale, last):
+def noisy_group(typingctx, Z, Zn, G, X, mean, i, js, ws, gamma, a0, rkey, g, scale, tail):
     """Coordinates 16 g to 16 g + 15 of row i of a gaussian step on a homogeneous diagonal
     problem (float64), as update computes them after the row's draw, in vectors: the
     group's 8 normal pairs (rng.emit_runs, scaled: the noise row's values, which are the
-    noise, gaussian noise's weights being 1; ``last``: the row's partial last group), the
+    noise, gaussian noise's weights being 1; ``tail``: the row's partial last group), the
     mix of Z over the rows js with the weights ws (emit_mixed, the mean term's beta second
     with the column means), g' (emit_hom_gradient) and z' (emit_corrected), written to Zn,
     X and G: the same operations, the same bits."""
-    if not (vector_row_typed((Z, Zn, G, X), (mean,), js, ws, i, g, last)
+    if not (vector_row_typed((Z, Zn, G, X), (mean,), js, ws, i, g, tail)
             and (gamma, a0, scale) == (F64, F64, F64) and rkey == types.uint64):
         return None
-    sig = types.void(Z, Zn, G, X, mean, i, js, ws, gamma, a0, rkey, g, scale, last)
+    sig = types.void(Z, Zn, G, X, mean, i, js, ws, gamma, a0, rkey, g, scale, tail)
 
     def codegen(context, builder, sig, args):
         L = Lanes(builder, PAIRS)
@@ -143,17 +143,17 @@ def noisy_group(typingctx, Z, Zn, G, X, mean, i, js, ws, gamma, a0, rkey, g, sca
             for n, v in ((1, zn), (3, x), (2, gk)):
                 builder.store(v, row.at(n, [row.i, k]), align=8)
 
-        emit_runs(L, rkey_, row.g, scale_, update, row.last)
+        emit_runs(L, rkey_, row.g, scale_, update, row.tail)
         return context.get_dummy_value()
 
     return sig, codegen
 
 
 @jit(**INLINE_FLAGS)
-def group(view, cm, co, node, js, ws, g, last):
+def group(view, cm, co, node, js, ws, g, tail):
     """vector_rows.drawn_row's group: noisy_group on view's arrays."""
     noisy_group(view.Z, view.Zn, view.G, view.X, cm.m0, node.i, js, ws,
-                stored(view.Zn, cm.gamma), co.data.a0, node.key, g, co.scale, last)
+                stored(view.Zn, cm.gamma), co.data.a0, node.key, g, co.scale, tail)
 
 
 @template(**BLOCK_FLAGS)

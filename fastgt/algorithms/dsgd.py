@@ -69,7 +69,8 @@ def update(view, cm, co, node, last):
     for none)."""
     Z, Zn, X, i = view.Z, view.Zn, view.X, node.i
     gamma, d = stored(Zn, cm.gamma), Zn.shape[1]
-    if co.kind == GAUSSIAN:  # the row's noise (sweep leaves it to D-SGD: drawn draws its own)
+    if co.kind == GAUSSIAN:  # the row's noise (sweep leaves it to D-SGD: vector rows draw
+        # their own)
         fill_padded(node.key, co.N, node.b, co.scale, co.d)
     if not DIAGONAL:
         mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
@@ -143,18 +144,18 @@ def fused(Zn, i, Z, indices, w, e0, m, beta, mean, noisy, N, rn, v, u, dv, gamma
 
 
 @intrinsic
-def noisy_group(typingctx, Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale, last):
+def noisy_group(typingctx, Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale, tail):
     """Coordinates 16 g to 16 g + 15 of row i of a gaussian step (float64), as fused
     computes them one by one after the row's draw, in vectors: the group's 8 normal pairs
-    (rng.emit_group, scaled: the noise row's values) times the noise's weight v (noise_at's
+    (rng.emit_runs, scaled: the noise row's values) times the noise's weight v (noise_at's
     product: gaussian noise's v = u = 1), the mix of Z over the rows js with the weights ws
     (emit_mixed: the first entry's, the mean term's beta with the column means, then the
     others') and z' (emit_descent), written to Zn: the same operations, the same bits.
-    ``last`` None, or (d, runs) for the row's partial last group (rng.emit_runs)."""
-    if not (vector_row_typed((Z, Zn), (mean,), js, ws, i, g, last)
+    ``tail`` None, or (d, runs) for the row's partial last group (rng.emit_runs)."""
+    if not (vector_row_typed((Z, Zn), (mean,), js, ws, i, g, tail)
             and (gamma, a0, v, scale) == (F64, F64, F64, F64) and rkey == types.uint64):
         return None
-    sig = types.void(Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale, last)
+    sig = types.void(Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale, tail)
 
     def codegen(context, builder, sig, args):
         L = Lanes(builder, PAIRS)
@@ -166,17 +167,17 @@ def noisy_group(typingctx, Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale,
                               emit_mul(L, z, L.splat(v_)))
             builder.store(zn, row.at(1, [row.i, k]), align=8)
 
-        emit_runs(L, rkey_, row.g, scale_, update, row.last)
+        emit_runs(L, rkey_, row.g, scale_, update, row.tail)
         return context.get_dummy_value()
 
     return sig, codegen
 
 
 @jit(**INLINE_FLAGS)
-def group(view, cm, co, node, js, ws, g, last):
+def group(view, cm, co, node, js, ws, g, tail):
     """vector_rows.drawn_row's group: noisy_group on view's arrays."""
     noisy_group(view.Z, view.Zn, cm.m0, node.i, js, ws, stored(view.Zn, cm.gamma), co.data.a0,
-                node.v, node.key, g, co.scale, last)
+                node.v, node.key, g, co.scale, tail)
 
 
 @template(**BLOCK_FLAGS)
@@ -195,8 +196,8 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
 @template(**INLINE_FLAGS)
 def drawn_update(view, cm, co, node, last):
     """update for a step with gaussian noise on a homogeneous diagonal problem: fused's
-    rows (3 or FUSED_MAX entries, a step that does not write X) by drawn (a float64 state),
-    the others by update."""
+    rows (3 or FUSED_MAX entries, a step that does not write X) by vector_rows.drawn_row
+    (a float64 state), the others by update."""
     i = node.i
     e0 = cm.indptr[i]
     m = cm.indptr[i + 1] - e0

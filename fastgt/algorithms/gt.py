@@ -77,11 +77,11 @@ def update(view, cm, co, node, last):
     rows (gaussian noise); otherwise it is recomputed, with the same expression, from
     X[i] = x and the previous step's shared draw (row co.rp): the same bits (grad_hom and
     grad_het fix the roundings), one array less to read and write. Then, for a homogeneous
-    problem without topology_y, a row of 3 or FUSED_MAX entries and no mean term, both
-    mixes and the update take one pass (fused: the same bits); with gaussian noise, such
-    rows of a float64 state, the mean term's too, take drawn_update's one pass, the draw
-    in it. Problems with
-    data (not DIAGONAL) on such rows: both mixes and x' in one pass (fused_mixes), then
+    problem without topology_y, a row of 3 or FUSED_MAX entries, no mean term and no rows
+    prefetched ahead, both mixes and the update take one pass (fused: the same bits); with
+    gaussian noise, a float64 state's rows of 3 or FUSED_MAX entries (the mean term's and
+    scattered ones too) take drawn_update's one pass, the draw in it. Problems with data
+    (not DIAGONAL) on fused's rows: both mixes and x' in one pass (fused_mixes), then
     grad_row and Y's update. The row's gaussian noise is drawn here (GT's blocks ask sweep
     for none), before the passes."""
     X, Xn, Y, Yn, G, i = view.X, view.Xn, view.Y, view.Yn, view.G, node.i
@@ -99,7 +99,7 @@ def update(view, cm, co, node, last):
                 fused(view, co, node, cm.indices, cm.w, e0, m, cm.beta, cm.m0, cm.m1,
                       stored(Xn, cm.gamma))
                 return
-    if co.kind == GAUSSIAN:  # the row's noise (sweep leaves it to GT: drawn draws its own)
+    if co.kind == GAUSSIAN:  # the row's noise (sweep leaves it to GT: vector rows draw their own)
         fill_padded(node.key, co.N, node.b, co.scale, co.d)
     # X, then Y, through one call site: one inlined copy of mix_row's loops to compile
     # (measured 1.5-3 s less cold compile, same speed)
@@ -242,7 +242,7 @@ def fused(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
 
 
 @intrinsic
-def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale, last):
+def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale, tail):
     """Coordinates 16 g to 16 g + 15 of row i of Setup A's step (float64), as noisy computes
     them one by one after the row's draw, in vectors: the group's 8 normal pairs
     (rng.emit_normal_pair, with the scale: the noise row's values, which are the noise,
@@ -254,10 +254,10 @@ def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, 
     holds it there). Setup A's draw dominates its step; LLVM interleaves a group's draw
     with its update here, which the draw's loop then the update's did not
     (docs/performance.md)."""
-    if not (vector_row_typed((X, Xn, Y, Yn, G), (mx, my), js, ws, i, g, last)
+    if not (vector_row_typed((X, Xn, Y, Yn, G), (mx, my), js, ws, i, g, tail)
             and (gamma, a0, scale) == (F64, F64, F64) and rkey == types.uint64):
         return None
-    sig = types.void(X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale, last)
+    sig = types.void(X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale, tail)
 
     def codegen(context, builder, sig, args):
         L = Lanes(builder, PAIRS)
@@ -272,17 +272,17 @@ def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, 
             for n, v in ((1, x), (3, y), (4, gk)):
                 builder.store(v, row.at(n, [row.i, k]), align=8)
 
-        emit_runs(L, rkey_, row.g, scale_, update, row.last)
+        emit_runs(L, rkey_, row.g, scale_, update, row.tail)
         return context.get_dummy_value()
 
     return sig, codegen
 
 
 @jit(**INLINE_FLAGS)
-def group(view, cm, co, node, js, ws, g, last):
+def group(view, cm, co, node, js, ws, g, tail):
     """vector_rows.drawn_row's group: noisy_group on view's arrays."""
     noisy_group(view.X, view.Xn, view.Y, view.Yn, view.G, cm.m0, cm.m1, node.i, js, ws,
-                stored(view.Xn, cm.gamma), co.data.a0, node.key, g, co.scale, last)
+                stored(view.Xn, cm.gamma), co.data.a0, node.key, g, co.scale, tail)
 
 
 @jit(**INLINE_FLAGS)

@@ -13,7 +13,7 @@ are *hooks* that templates call by global name, bound per family by kernels/spec
   sampled (e.g. a minibatch drawn from the counter-based stream of ``node.key``) or exact,
   plus the additive noise e_k = noise_at(co.N, node.rn, k, node.v, node.u, co.dv). Must
   write every coordinate of G[q] (the padding past co.d as zero) and must not allocate;
-- ``DIAGONAL``: True for the diagonal quadratics only: GT's and D-SGD's templates then
+- ``DIAGONAL``: True for the diagonal quadratics only: the algorithms' templates then
   compile their fused fast paths, which read ``co.data`` = problems.quadratic.QuadData.
 
 Row helpers write row r of a 2-d array (no per-row views, see mixing.py).

@@ -378,18 +378,18 @@ def group_coordinates(builder, g):
     return k, builder.add(k, I64(PAIRS))
 
 
-def emit_runs(L, rkey, g, scale, body, last=None):
+def emit_runs(L, rkey, g, scale, body, tail=None):
     """body(k, z) for each run of group g of the row with key rkey: k its first coordinate
-    (int64), z its PAIRS values (L's vectors of emit_group, scaled). ``last`` = (d, runs),
+    (int64), z its PAIRS values (L's vectors of emit_group, scaled). ``tail`` = (d, runs),
     int64s, for a row's partial last group (a row of whole runs: Batch's rows are whole
     cache lines, PAIRS doubles): coordinates from d on get 0, the padding's noise as
     fill_padded writes it, and the second run is taken only when runs is 2."""
     b = L.b
     for r, (k, z) in enumerate(zip(group_coordinates(b, g), emit_group(L, rkey, g, scale))):
-        if last is None:
+        if tail is None:
             body(k, z)
             continue
-        d, runs = last
+        d, runs = tail
         z = b.select(b.icmp_signed("<", b.add(L.splat(k), L.iota()), L.splat(d)), z, L.f(0.0))
         if r == 0:
             body(k, z)
@@ -476,28 +476,28 @@ def pair_for(out, rkey, m, scale):
     return normal_pair(rkey, m, scale)
 
 
-def fill_groups(rkey, out, r, scale, g0, groups):
-    """out[r, 16 g0:16 groups] = scale * z_k, the row's whole groups g0 to groups - 1.
+def fill_groups(rkey, out, r, scale, groups):
+    """out[r, :16 groups] = scale * z_k, the row's first ``groups`` whole groups.
     Compiled code only: numba takes the implementation for out's type (_fill_groups),
     inlined."""
     raise TypeError("fill_groups is called from numba code only")
 
 
 @overload(fill_groups, inline="always")
-def _fill_groups(rkey, out, r, scale, g0, groups):
+def _fill_groups(rkey, out, r, scale, groups):
     """fill_groups for out's type: a float64 row by draw_group, group by group (the
     float64 transform as explicit vectors: 0.83-0.88x the time of the loop LLVM vectorized
     from the scalar pair, docs/performance.md, GT's Setup A row with its draw), a float32
     row by the loop LLVM vectorizes over a group's PAIRS pairs (pair32)."""
     G = 2 * PAIRS
     if out.dtype == F64:
-        def groups64(rkey, out, r, scale, g0, groups):
-            for g in range(g0, groups):
+        def groups64(rkey, out, r, scale, groups):
+            for g in range(groups):
                 draw_group(out, r, rkey, g, scale)
         return groups64
 
-    def groups32(rkey, out, r, scale, g0, groups):
-        for g in range(g0, groups):
+    def groups32(rkey, out, r, scale, groups):
+        for g in range(groups):
             for j in range(PAIRS):
                 z0, z1 = pair32(pair_hash(rkey, PAIRS * g + j), stored(out, scale))
                 out[r, G * g + j] = z0
@@ -506,9 +506,8 @@ def _fill_groups(rkey, out, r, scale, g0, groups):
 
 
 @njit(**INLINE_FLAGS)
-def fill_padded(rkey, out, r, scale, d, g0=0):
-    """out[r, k] = scale * z_k for k < d and 0 past d to the end of d's last group, from
-    group g0 on (the groups before it left as they are: GT's vector rows draw them), which
+def fill_padded(rkey, out, r, scale, d):
+    """out[r, k] = scale * z_k for k < d and 0 past d to the end of d's last group, which
     the row must hold (Batch's noise rows are whole groups; nothing checks it, so a shorter
     row would be overwritten past its end): whole groups only, one loop. The step kernels
     inline it to draw a node's row (kernels/steps.py): fill_normals' call cost about 20 ns
@@ -516,8 +515,8 @@ def fill_padded(rkey, out, r, scale, d, g0=0):
     whole group costs about 19 (AMD Zen 4: `bench/bench_generator.py --tail`)."""
     G = 2 * PAIRS
     groups = -(-d // G)
-    fill_groups(rkey, out, r, scale, g0, groups)
-    for k in range(max(d, G * g0), groups * G):  # the partial group's coordinates past d
+    fill_groups(rkey, out, r, scale, groups)
+    for k in range(d, groups * G):  # the partial group's coordinates past d
         out[r, k] = 0.0
 
 
@@ -530,7 +529,7 @@ def fill_normals(rkey, out, r, scale, d):
     is fill_padded's (tests/kernels/test_rng.py)."""
     G = 2 * PAIRS
     full = d // G
-    fill_groups(rkey, out, r, scale, 0, full)
+    fill_groups(rkey, out, r, scale, full)
     k0, m0 = G * full, PAIRS * full
     both = max(0, d - k0 - PAIRS)  # pairs of the partial group whose z1 is needed too
     for j in range(both):

@@ -122,8 +122,8 @@ def mixing_of(mix, t):
 @njit(**SCALAR_FLAGS)  # loops, but one call site per algorithm, and a function argument (row)
 def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     """Step t of cell c on row blocks [b0, b1), the loop every algorithm shares: per row i,
-    node i's noise (gaussian noise drawn now, unless ``draw`` is False: GT draws its own),
-    then the algorithm's update of row i,
+    node i's noise (gaussian noise drawn now, unless ``draw`` is False: an update that draws
+    its own, kernels/vector_rows.py), then the algorithm's update of row i,
     ``row(view, cm, co, node, last)``, then, with a mean term, row i of each of
     ``view.mixed`` (the next buffers of its mixed arrays) added to the block's column sums.
 
@@ -132,7 +132,8 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     the problem's grad_row takes both); ``last``: the last step before a record (what
     the metrics read must then be written: run_steps' ``writes``); ``draw``: False in a
     phase that evaluates no gradient, or for a row update that draws its row's gaussian
-    noise itself (GT's, from co.scale and node.key). ``row`` is inlined: one
+    noise itself (GT's, D-SGD's, D²'s and EXTRA's, from co.scale and node.key). ``row`` is
+    inlined: one
     loop, as if written in place. An algorithm's block function calling this is compiled
     with BLOCK_FLAGS (config.py: no reference counting)."""
     n = mix.indptr.shape[1] - 1  # the state may have more (zero) rows: Batch.rows

@@ -3,7 +3,7 @@
 Setup A (``quadratic``, f_i = ||x||^2), ``consensus`` and ``hetero_quadratic`` are of this
 form: one problem family, whose gradient is grad_i(x) = a_i * x - b_i, or a0 * x when the
 problem is homogeneous (``hetero`` False: Setup A's f_i = ||x||^2 is a0 = 2). The family is
-the engine's fast path: GT's and D-SGD's templates fuse it into their row updates
+the engine's fast path: the algorithms' templates fuse it into their row updates
 (``DIAGONAL``), and its metrics are one compiled pass (kernels/metrics.py).
 """
 
@@ -42,7 +42,8 @@ hom_gradient = scalar_intrinsic(emit_hom_gradient)
 def grad_hom(N, rn, k, v, u, dv, x, a0):
     """Coordinate k of a noisy homogeneous gradient, hom_gradient(a0, x, noise_at): with
     grad_het, the one definition wherever GT computes or recomputes a gradient (the kernels,
-    stochastic_grads, GT's vector rows), so that every path gives the same bits."""
+    stochastic_grads; the vector rows take its builder, emit_hom_gradient), so that every
+    path gives the same bits."""
     return hom_gradient(a0, x, noise_at(N, rn, k, v, u, dv))
 
 

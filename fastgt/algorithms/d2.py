@@ -21,19 +21,16 @@ Per step: 1 mix (one communication round), 1 gradient evaluation.
 from collections import namedtuple
 
 import numpy as np
-from numba import types
-from numba.extending import intrinsic
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels import jit, rows
-from ..kernels.lanes import Lanes, scalar_intrinsic
-from ..kernels.mixing import FUSED_MAX, column_means, mix_row
+from ..kernels.lanes import scalar_intrinsic
+from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row
-from ..kernels.rng import PAIRS, emit_runs, fill_padded
-from ..kernels.rounding import F64, stored
+from ..kernels.rounding import stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..kernels.vector_rows import VectorRow, drawn_row, vector_row_typed
+from ..kernels.vector_rows import drawn_or_update, vector_group
 from ..problems.quadratic import (
     emit_hom_gradient,
     grad_exact,
@@ -116,44 +113,28 @@ def update(view, cm, co, node, last):
         G[i, k] = g
 
 
-@intrinsic
-def noisy_group(typingctx, Z, Zn, G, X, mean, i, js, ws, gamma, a0, rkey, g, scale, tail):
-    """Coordinates 16 g to 16 g + 15 of row i of a gaussian step on a homogeneous diagonal
-    problem (float64), as update computes them after the row's draw, in vectors: the
-    group's 8 normal pairs (rng.emit_runs, scaled: the noise row's values, which are the
-    noise, gaussian noise's weights being 1; ``tail``: the row's partial last group), the
-    mix of Z over the rows js with the weights ws (emit_mixed, the mean term's beta second
-    with the column means), g' (emit_hom_gradient) and z' (emit_corrected), written to Zn,
-    X and G: the same operations, the same bits."""
-    if not (vector_row_typed((Z, Zn, G, X), (mean,), js, ws, i, g, tail)
-            and (gamma, a0, scale) == (F64, F64, F64) and rkey == types.uint64):
-        return None
-    sig = types.void(Z, Zn, G, X, mean, i, js, ws, gamma, a0, rkey, g, scale, tail)
+def emit_noisy_group(L, row, k, z, gamma, a0):
+    """Coordinates k.. of row i of a gaussian step on a homogeneous diagonal problem
+    (float64; arrays Z, Zn, G, X, Z's column means), as update computes them after the
+    row's draw, in vectors: the mix x' of Z over the row's entries (emit_mixed, the mean
+    term's beta second with the column means), g' (emit_hom_gradient, z being the noise:
+    gaussian noise's weights are 1) and z' (emit_corrected), written to Zn, X and G: the
+    same operations, the same bits."""
+    x = row.mixed(0, 0, k)
+    gk = emit_hom_gradient(L, a0, x, z)
+    zn = emit_corrected(L, x, row.load(3, k), gk, row.load(2, k), gamma)
+    for n, v in ((1, zn), (3, x), (2, gk)):
+        row.store(n, k, v)
 
-    def codegen(context, builder, sig, args):
-        L = Lanes(builder, PAIRS)
-        row = VectorRow(context, builder, sig, args, L, 5, 6, 7, 11, 13)
-        gamma_, a0_, rkey_, scale_ = args[8], args[9], args[10], args[12]
 
-        def update(k, z):
-            x = row.mixed(0, 4, k)
-            gk = emit_hom_gradient(L, L.splat(a0_), x, z)
-            zn = emit_corrected(L, x, row.load(3, [row.i, k]), gk, row.load(2, [row.i, k]),
-                                L.splat(gamma_))
-            for n, v in ((1, zn), (3, x), (2, gk)):
-                builder.store(v, row.at(n, [row.i, k]), align=8)
-
-        emit_runs(L, rkey_, row.g, scale_, update, row.tail)
-        return context.get_dummy_value()
-
-    return sig, codegen
+noisy_group = vector_group(emit_noisy_group)
 
 
 @jit(**INLINE_FLAGS)
 def group(view, cm, co, node, js, ws, g, tail):
     """vector_rows.drawn_row's group: noisy_group on view's arrays."""
-    noisy_group(view.Z, view.Zn, view.G, view.X, cm.m0, node.i, js, ws,
-                stored(view.Zn, cm.gamma), co.data.a0, node.key, g, co.scale, tail)
+    noisy_group((view.Z, view.Zn, view.G, view.X), (cm.m0,), node.i, js, ws,
+                (stored(view.Zn, cm.gamma), co.data.a0), node.key, g, co.scale, tail)
 
 
 @template(**BLOCK_FLAGS)
@@ -171,16 +152,9 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
 
 @template(**INLINE_FLAGS)
 def drawn_update(view, cm, co, node, last):
-    """update for a step with gaussian noise on a homogeneous diagonal problem: rows of 3
-    or FUSED_MAX entries by vector_rows.drawn_row (a float64 state: the draw in the
-    update), the others drawn (as sweep draws them) then by update."""
-    i = node.i
-    e0 = cm.indptr[i]
-    m = cm.indptr[i + 1] - e0
-    if (m == 3 or m == FUSED_MAX) and drawn_row(group, view, cm, co, node, e0, m, (view.Z,)):
-        return
-    fill_padded(node.key, co.N, node.b, co.scale, co.d)
-    update(view, cm, co, node, last)
+    """update with the row's draw, for a step with gaussian noise on a homogeneous
+    diagonal problem (vector_rows.drawn_or_update: the vector rows where they apply)."""
+    drawn_or_update(update, group, view, cm, co, node, last, (view.Z,))
 
 
 def alloc(batch):

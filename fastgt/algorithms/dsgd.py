@@ -15,12 +15,10 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import types
-from numba.extending import intrinsic
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels import jit, rows
-from ..kernels.lanes import Lanes, scalar_intrinsic
+from ..kernels.lanes import scalar_intrinsic
 from ..kernels.mixing import (
     FUSED_MAX,
     column_means,
@@ -32,11 +30,11 @@ from ..kernels.mixing import (
     prefetch_ahead,
 )
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row, noise_at
-from ..kernels.rng import PAIRS, emit_runs, fill_padded
-from ..kernels.rounding import F64, emit_mul, stored
+from ..kernels.rng import fill_padded
+from ..kernels.rounding import emit_mul, stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..kernels.vector_rows import VectorRow, drawn_row, vector_row_typed
+from ..kernels.vector_rows import drawn_row, vector_group
 from ..problems.quadratic import grad_het_exact
 from .base import Algorithm, Batch, Costs, initial_point
 
@@ -143,41 +141,24 @@ def fused(Zn, i, Z, indices, w, e0, m, beta, mean, noisy, N, rn, v, u, dv, gamma
             Zn[i, k] = x - gamma * (a0 * x)
 
 
-@intrinsic
-def noisy_group(typingctx, Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale, tail):
-    """Coordinates 16 g to 16 g + 15 of row i of a gaussian step (float64), as fused
-    computes them one by one after the row's draw, in vectors: the group's 8 normal pairs
-    (rng.emit_runs, scaled: the noise row's values) times the noise's weight v (noise_at's
-    product: gaussian noise's v = u = 1), the mix of Z over the rows js with the weights ws
-    (emit_mixed: the first entry's, the mean term's beta with the column means, then the
-    others') and z' (emit_descent), written to Zn: the same operations, the same bits.
-    ``tail`` None, or (d, runs) for the row's partial last group (rng.emit_runs)."""
-    if not (vector_row_typed((Z, Zn), (mean,), js, ws, i, g, tail)
-            and (gamma, a0, v, scale) == (F64, F64, F64, F64) and rkey == types.uint64):
-        return None
-    sig = types.void(Z, Zn, mean, i, js, ws, gamma, a0, v, rkey, g, scale, tail)
+def emit_noisy_group(L, row, k, z, gamma, a0, v):
+    """Coordinates k.. of row i of a gaussian step (float64; arrays Z, Zn, Z's column
+    means), as fused computes them one by one after the row's draw, in vectors: the noise z
+    times its weight v (noise_at's product: gaussian noise's v = u = 1), the mix of Z over
+    the row's entries (emit_mixed: the first entry's, the mean term's beta with the column
+    means, then the others') and z' (emit_descent), written to Zn: the same operations, the
+    same bits."""
+    row.store(1, k, emit_descent(L, row.mixed(0, 0, k), gamma, a0, emit_mul(L, z, v)))
 
-    def codegen(context, builder, sig, args):
-        L = Lanes(builder, PAIRS)
-        row = VectorRow(context, builder, sig, args, L, 3, 4, 5, 10, 12)
-        gamma_, a0_, v_, rkey_, scale_ = args[6], args[7], args[8], args[9], args[11]
 
-        def update(k, z):
-            zn = emit_descent(L, row.mixed(0, 2, k), L.splat(gamma_), L.splat(a0_),
-                              emit_mul(L, z, L.splat(v_)))
-            builder.store(zn, row.at(1, [row.i, k]), align=8)
-
-        emit_runs(L, rkey_, row.g, scale_, update, row.tail)
-        return context.get_dummy_value()
-
-    return sig, codegen
+noisy_group = vector_group(emit_noisy_group)
 
 
 @jit(**INLINE_FLAGS)
 def group(view, cm, co, node, js, ws, g, tail):
     """vector_rows.drawn_row's group: noisy_group on view's arrays."""
-    noisy_group(view.Z, view.Zn, cm.m0, node.i, js, ws, stored(view.Zn, cm.gamma), co.data.a0,
-                node.v, node.key, g, co.scale, tail)
+    noisy_group((view.Z, view.Zn), (cm.m0,), node.i, js, ws,
+                (stored(view.Zn, cm.gamma), co.data.a0, node.v), node.key, g, co.scale, tail)
 
 
 @template(**BLOCK_FLAGS)

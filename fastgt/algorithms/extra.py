@@ -21,19 +21,16 @@ it diverges (``check``).
 from collections import namedtuple
 
 import numpy as np
-from numba import types
-from numba.extending import intrinsic
 
 from ..config import BLOCK_FLAGS, INLINE_FLAGS
 from ..kernels import jit, rows
-from ..kernels.lanes import Lanes, scalar_intrinsic
-from ..kernels.mixing import FUSED_MAX, column_means, mix_row
+from ..kernels.lanes import scalar_intrinsic
+from ..kernels.mixing import column_means, mix_row
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row
-from ..kernels.rng import PAIRS, emit_runs, fill_padded
-from ..kernels.rounding import F64, stored
+from ..kernels.rounding import stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..kernels.vector_rows import VectorRow, drawn_row, vector_row_typed
+from ..kernels.vector_rows import drawn_or_update, vector_group
 from ..problems.quadratic import (
     emit_hom_gradient,
     grad_exact,
@@ -118,46 +115,30 @@ def update(view, cm, co, node, last):
         G[i, k] = GS[b, k]
 
 
-@intrinsic
-def noisy_group(typingctx, X, Xn, H, G, mean, i, js, ws, gamma, a0, rkey, g, scale, tail):
-    """Coordinates 16 g to 16 g + 15 of row i of a gaussian step on a homogeneous diagonal
-    problem (float64), as update computes them after the row's draw, in vectors: the
-    group's 8 normal pairs (rng.emit_runs, scaled: the noise row's values, which are the
-    noise, gaussian noise's weights being 1; ``tail``: the row's partial last group), the
-    mix w of X over the rows js with the weights ws (emit_mixed, the mean term's beta
-    second with the column means), x' and h' (emit_extra_x, emit_extra_h, from G's and H's
-    coordinates) and g' (emit_hom_gradient at x'), written to Xn, H and G: the same
-    operations, the same bits."""
-    if not (vector_row_typed((X, Xn, H, G), (mean,), js, ws, i, g, tail)
-            and (gamma, a0, scale) == (F64, F64, F64) and rkey == types.uint64):
-        return None
-    sig = types.void(X, Xn, H, G, mean, i, js, ws, gamma, a0, rkey, g, scale, tail)
+def emit_noisy_group(L, row, k, z, gamma, a0):
+    """Coordinates k.. of row i of a gaussian step on a homogeneous diagonal problem
+    (float64; arrays X, Xn, H, G, X's column means), as update computes them after the
+    row's draw, in vectors: the mix w of X over the row's entries (emit_mixed, the mean
+    term's beta second with the column means), x' and h' (emit_extra_x, emit_extra_h, from
+    G's and H's coordinates) and g' (emit_hom_gradient at x', z being the noise: gaussian
+    noise's weights are 1), written to Xn, H and G: the same operations, the same bits."""
+    w = row.mixed(0, 0, k)
+    x, h, gk = (row.load(n, k) for n in (0, 2, 3))
+    xn = emit_extra_x(L, x, w, gk, h, gamma)
+    hn = emit_extra_h(L, x, w, gk, gamma)
+    gn = emit_hom_gradient(L, a0, xn, z)
+    for n, v in ((1, xn), (2, hn), (3, gn)):
+        row.store(n, k, v)
 
-    def codegen(context, builder, sig, args):
-        L = Lanes(builder, PAIRS)
-        row = VectorRow(context, builder, sig, args, L, 5, 6, 7, 11, 13)
-        gamma_, a0_, rkey_, scale_ = L.splat(args[8]), args[9], args[10], args[12]
 
-        def update(k, z):
-            w = row.mixed(0, 4, k)
-            x, h, gk = (row.load(n, [row.i, k]) for n in (0, 2, 3))
-            xn = emit_extra_x(L, x, w, gk, h, gamma_)
-            hn = emit_extra_h(L, x, w, gk, gamma_)
-            gn = emit_hom_gradient(L, L.splat(a0_), xn, z)
-            for n, v in ((1, xn), (2, hn), (3, gn)):
-                builder.store(v, row.at(n, [row.i, k]), align=8)
-
-        emit_runs(L, rkey_, row.g, scale_, update, row.tail)
-        return context.get_dummy_value()
-
-    return sig, codegen
+noisy_group = vector_group(emit_noisy_group)
 
 
 @jit(**INLINE_FLAGS)
 def group(view, cm, co, node, js, ws, g, tail):
     """vector_rows.drawn_row's group: noisy_group on view's arrays."""
-    noisy_group(view.X, view.Xn, view.H, view.G, cm.m0, node.i, js, ws,
-                stored(view.Xn, cm.gamma), co.data.a0, node.key, g, co.scale, tail)
+    noisy_group((view.X, view.Xn, view.H, view.G), (cm.m0,), node.i, js, ws,
+                (stored(view.Xn, cm.gamma), co.data.a0), node.key, g, co.scale, tail)
 
 
 @template(**BLOCK_FLAGS)
@@ -175,16 +156,9 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
 
 @template(**INLINE_FLAGS)
 def drawn_update(view, cm, co, node, last):
-    """update for a step with gaussian noise on a homogeneous diagonal problem: rows of 3
-    or FUSED_MAX entries by vector_rows.drawn_row (a float64 state: the draw in the
-    update), the others drawn (as sweep draws them) then by update."""
-    i = node.i
-    e0 = cm.indptr[i]
-    m = cm.indptr[i + 1] - e0
-    if (m == 3 or m == FUSED_MAX) and drawn_row(group, view, cm, co, node, e0, m, (view.X,)):
-        return
-    fill_padded(node.key, co.N, node.b, co.scale, co.d)
-    update(view, cm, co, node, last)
+    """update with the row's draw, for a step with gaussian noise on a homogeneous
+    diagonal problem (vector_rows.drawn_or_update: the vector rows where they apply)."""
+    drawn_or_update(update, group, view, cm, co, node, last, (view.X,))
 
 
 def alloc(batch):

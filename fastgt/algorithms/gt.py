@@ -22,19 +22,16 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from numba import types
-from numba.extending import intrinsic
-
 from ..config import BLOCK_FLAGS, INLINE_FLAGS, SCALAR_FLAGS
 from ..kernels import jit, rows
-from ..kernels.lanes import Lanes, scalar_intrinsic
+from ..kernels.lanes import scalar_intrinsic
 from ..kernels.mixing import FUSED_MAX, column_means, head3, mix3, mix5, mix_row, next2
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row
-from ..kernels.rng import PAIRS, emit_runs, fill_padded
-from ..kernels.rounding import F64, stored
+from ..kernels.rng import fill_padded
+from ..kernels.rounding import stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..kernels.vector_rows import VectorRow, drawn_row, vector_row_typed
+from ..kernels.vector_rows import drawn_row, vector_group
 from ..problems.quadratic import (
     emit_hom_gradient,
     grad_exact,
@@ -241,48 +238,31 @@ def fused(view, co, node, indices, w, e0, m, beta, mx, my, gamma):
                 mix5(Yn, Y, i, k, j0, w0, j1, w1, j2, w2, j3, w3, j4, w4, beta, my))
 
 
-@intrinsic
-def noisy_group(typingctx, X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale, tail):
-    """Coordinates 16 g to 16 g + 15 of row i of Setup A's step (float64), as noisy computes
-    them one by one after the row's draw, in vectors: the group's 8 normal pairs
-    (rng.emit_normal_pair, with the scale: the noise row's values, which are the noise,
-    gaussian noise's weights being 1), the mixes of X and Y over the rows js with the
-    weights ws (mix3's and mix5's order: the first entry's, the mean term's beta with the
-    column means mx, my, then the others'), x', g' (emit_hom_gradient) and y', written to
-    Xn, G and Yn: the same operations, the same bits. ``last`` None, or (d, runs) for the
-    row's partial last group (rng.emit_runs: the padding's noise 0, as the row's noise
-    holds it there). Setup A's draw dominates its step; LLVM interleaves a group's draw
-    with its update here, which the draw's loop then the update's did not
-    (docs/performance.md)."""
-    if not (vector_row_typed((X, Xn, Y, Yn, G), (mx, my), js, ws, i, g, tail)
-            and (gamma, a0, scale) == (F64, F64, F64) and rkey == types.uint64):
-        return None
-    sig = types.void(X, Xn, Y, Yn, G, mx, my, i, js, ws, gamma, a0, rkey, g, scale, tail)
+def emit_noisy_group(L, row, k, z, gamma, a0):
+    """Coordinates k.. of row i of Setup A's step (float64; arrays X, Xn, Y, Yn, G, the
+    column means of X and Y), as noisy computes them one by one after the row's draw, in
+    vectors: the mixes of X and Y over the row's entries (mix3's and mix5's order: the
+    first entry's, the mean term's beta with the column means, then the others'), x', g'
+    (emit_hom_gradient, z being the noise: gaussian noise's weights are 1) and y', written
+    to Xn, Yn and G: the same operations, the same bits. Setup A's draw dominates its
+    step; LLVM interleaves a group's draw with its update here, which the draw's loop then
+    the update's did not (docs/performance.md)."""
+    xm, ym = row.mixed(0, 0, k), row.mixed(2, 1, k)
+    x = emit_tracked_x(L, xm, ym, gamma)
+    gk = emit_hom_gradient(L, a0, x, z)
+    y = emit_tracked_y(L, ym, gk, row.load(4, k))
+    for n, v in ((1, x), (3, y), (4, gk)):
+        row.store(n, k, v)
 
-    def codegen(context, builder, sig, args):
-        L = Lanes(builder, PAIRS)
-        row = VectorRow(context, builder, sig, args, L, 7, 8, 9, 13, 15)
-        gamma_, a0_, rkey_, scale_ = args[10], args[11], args[12], args[14]
 
-        def update(k, z):
-            xm, ym = row.mixed(0, 5, k), row.mixed(2, 6, k)
-            x = emit_tracked_x(L, xm, ym, L.splat(gamma_))
-            gk = emit_hom_gradient(L, L.splat(a0_), x, z)
-            y = emit_tracked_y(L, ym, gk, row.load(4, [row.i, k]))
-            for n, v in ((1, x), (3, y), (4, gk)):
-                builder.store(v, row.at(n, [row.i, k]), align=8)
-
-        emit_runs(L, rkey_, row.g, scale_, update, row.tail)
-        return context.get_dummy_value()
-
-    return sig, codegen
+noisy_group = vector_group(emit_noisy_group)
 
 
 @jit(**INLINE_FLAGS)
 def group(view, cm, co, node, js, ws, g, tail):
     """vector_rows.drawn_row's group: noisy_group on view's arrays."""
-    noisy_group(view.X, view.Xn, view.Y, view.Yn, view.G, cm.m0, cm.m1, node.i, js, ws,
-                stored(view.Xn, cm.gamma), co.data.a0, node.key, g, co.scale, tail)
+    noisy_group((view.X, view.Xn, view.Y, view.Yn, view.G), (cm.m0, cm.m1), node.i, js, ws,
+                (stored(view.Xn, cm.gamma), co.data.a0), node.key, g, co.scale, tail)
 
 
 @jit(**INLINE_FLAGS)

@@ -14,61 +14,100 @@ PAIRS coordinates lie wholly inside it or outside: Batch's rows are whole cache 
 
 from numba import njit, types
 from numba.core import cgutils
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 from ..config import INLINE_FLAGS
-from .lanes import element_pointer
-from .mixing import emit_mixed, head3, next2, prefetch_ahead
-from .rng import PAIRS
+from .lanes import Lanes, element_pointer
+from .mixing import FUSED_MAX, emit_mixed, head3, next2, prefetch_ahead
+from .rng import PAIRS, emit_runs, fill_padded
 from .rounding import F64, stored
 
 
-def vector_row_typed(arrays2, means, js, ws, i, g, tail):
-    """Whether a vector row kernel's operands type (its typing, which returns None
-    otherwise): float64 C arrays, rows (2-d) and column means (1-d); the row's entries js
-    (integers) and their weights ws (float64, the mean term's beta second); integer i and g;
-    ``tail`` None (a whole group) or two integers (rng.emit_runs: a partial last group)."""
-    return (all(isinstance(a, types.Array) and a.dtype == F64 and a.layout == "C"
-                for a in arrays2 + means)
-            and all(a.ndim == 2 for a in arrays2) and all(a.ndim == 1 for a in means)
+def vector_row_typed(arrays, means, i, js, ws, floats, rkey, g, scale, tail):
+    """Whether a vector group's operands type (vector_group's typing, which returns None
+    otherwise): tuples of float64 C arrays, rows (2-d) and column means (1-d); integer i;
+    the row's entries js (integers) and their weights ws (float64, the mean term's beta
+    second); the update's floats (float64); the row's key (uint64); integer g; the scale
+    (float64); ``tail`` None (a whole group) or two integers (rng.emit_runs: a partial last
+    group)."""
+    def c_f64(t, ndim):
+        return (isinstance(t, types.UniTuple) and isinstance(t.dtype, types.Array)
+                and t.dtype.dtype == F64 and t.dtype.layout == "C" and t.dtype.ndim == ndim)
+
+    return (c_f64(arrays, 2) and c_f64(means, 1)
             and isinstance(js, types.UniTuple) and isinstance(js.dtype, types.Integer)
             and isinstance(ws, types.UniTuple) and ws.dtype == F64 and ws.count == js.count + 1
+            and isinstance(floats, types.UniTuple) and floats.dtype == F64
             and isinstance(i, types.Integer) and isinstance(g, types.Integer)
+            and rkey == types.uint64 and scale == F64
             and (isinstance(tail, types.NoneType)
                  or isinstance(tail, types.UniTuple) and tail.count == 2
                  and isinstance(tail.dtype, types.Integer)))
 
 
 class VectorRow:
-    """A vector row kernel's view of its operands (vector_row_typed's), in its codegen:
-    ``i`` and ``g`` as int64, the row's entries ``js`` as int64 and its weights ``ws`` in
-    every lane of L, ``tail`` None or its two int64s (rng.emit_runs); ``at(n, inds)``, a
-    pointer to the vector at argument n's [inds]; ``mixed(n, mean, k)``, the row's mix
-    (emit_mixed) of argument n's rows js at coordinates k.. (the mean term's column means:
-    argument ``mean``)."""
+    """A vector group's view of its operands (vector_row_typed's), in its codegen: ``i``
+    and ``g`` as int64, the row's entries ``js`` as int64 and its weights ``ws`` in every
+    lane of L, ``tail`` None or its two int64s (rng.emit_runs); ``load(n, k)`` and
+    ``store(n, k, v)``, the vector at row i, coordinates k.., of array n; ``mixed(n, mean,
+    k)``, the row's mix (emit_mixed) of array n's rows js at coordinates k.. (the mean
+    term's column means: mean array ``mean``)."""
 
-    def __init__(self, context, builder, sig, args, L, i, js, ws, g, tail):
-        self.context, self.builder, self.sig, self.args, self.L = context, builder, sig, args, L
+    def __init__(self, context, builder, sig, args, L):
+        self.context, self.builder, self.args, self.L = context, builder, args, L
         ty = sig.args
-        self.i, self.g = (context.cast(builder, args[n], ty[n], types.int64) for n in (i, g))
-        self.js = [context.cast(builder, j, ty[js].dtype, types.int64)
-                   for j in cgutils.unpack_tuple(builder, args[js])]
-        self.ws = [L.splat(w) for w in cgutils.unpack_tuple(builder, args[ws])]
-        self.tail = (None if isinstance(ty[tail], types.NoneType) else
-                     [context.cast(builder, v, ty[tail].dtype, types.int64)
-                      for v in cgutils.unpack_tuple(builder, args[tail])])
+        self.arrays, self.means = ty[0].dtype, ty[1].dtype
+        self.i, self.g = (context.cast(builder, args[n], ty[n], types.int64) for n in (2, 7))
+        self.js = [context.cast(builder, j, ty[3].dtype, types.int64)
+                   for j in cgutils.unpack_tuple(builder, args[3])]
+        self.ws = [L.splat(w) for w in cgutils.unpack_tuple(builder, args[4])]
+        self.tail = (None if isinstance(ty[9], types.NoneType) else
+                     [context.cast(builder, v, ty[9].dtype, types.int64)
+                      for v in cgutils.unpack_tuple(builder, args[9])])
 
-    def at(self, n, inds):
-        return element_pointer(self.context, self.builder, self.sig.args[n], self.args[n], inds,
-                               self.L.fty)
+    def _at(self, ty, tup, n, inds):
+        return element_pointer(self.context, self.builder, ty,
+                               self.builder.extract_value(self.args[tup], n), inds, self.L.fty)
 
-    def load(self, n, inds):
-        return self.builder.load(self.at(n, inds), align=8)
+    def load(self, n, k, j=None):
+        return self.builder.load(self._at(self.arrays, 0, n, [self.i if j is None else j, k]),
+                                 align=8)
+
+    def store(self, n, k, v):
+        self.builder.store(v, self._at(self.arrays, 0, n, [self.i, k]), align=8)
 
     def mixed(self, n, mean, k):
-        xs = [self.load(n, [j, k]) for j in self.js]
-        xs.insert(1, self.load(mean, [k]))
+        xs = [self.load(n, k, j) for j in self.js]
+        xs.insert(1, self.builder.load(self._at(self.means, 1, mean, [k]), align=8))
         return emit_mixed(self.L, False, None, self.ws, xs)
+
+
+def vector_group(emit_update):
+    """The vector group intrinsic (named as emit_update without ``emit_``, with its
+    docstring) of an algorithm whose coordinates k.. of row i a group updates as
+    ``emit_update(L, row, k, z, *floats)`` (row: VectorRow; z: the group's normals at
+    k.., scaled, the noise row's values there; floats splat in every lane), called as
+    ``group(arrays, means, i, js, ws, floats, rkey, g, scale, tail)``: the group's 8
+    normal pairs (rng.emit_runs) and each run's update, in one basic block."""
+
+    def typer(typingctx, arrays, means, i, js, ws, floats, rkey, g, scale, tail):
+        if not vector_row_typed(arrays, means, i, js, ws, floats, rkey, g, scale, tail):
+            return None
+        sig = types.void(arrays, means, i, js, ws, floats, rkey, g, scale, tail)
+
+        def codegen(context, builder, sig, args):
+            L = Lanes(builder, PAIRS)
+            row = VectorRow(context, builder, sig, args, L)
+            fl = [L.splat(f) for f in cgutils.unpack_tuple(builder, args[5])]
+            emit_runs(L, args[6], row.g, args[8], lambda k, z: emit_update(L, row, k, z, *fl),
+                      row.tail)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    typer.__name__ = typer.__qualname__ = emit_update.__name__.removeprefix("emit_")
+    typer.__doc__, typer.__module__ = emit_update.__doc__, emit_update.__module__
+    return intrinsic(typer)
 
 
 def drawn_row(group, view, cm, co, node, e0, m, sources):
@@ -120,3 +159,17 @@ def groups(group, view, cm, co, node, js, ws, full, left):
         group(view, cm, co, node, js, ws, g, None)
     if left:
         group(view, cm, co, node, js, ws, full, (co.d, left // PAIRS))
+
+
+@njit(**INLINE_FLAGS)
+def drawn_or_update(update, group, view, cm, co, node, last, sources):
+    """An algorithm's drawn_update whose other rows go as sweep takes them: rows of 3 or
+    FUSED_MAX entries by drawn_row (a float64 state), the others drawn (fill_padded, as
+    sweep draws them) then by ``update``."""
+    i = node.i
+    e0 = cm.indptr[i]
+    m = cm.indptr[i + 1] - e0
+    if (m == 3 or m == FUSED_MAX) and drawn_row(group, view, cm, co, node, e0, m, sources):
+        return
+    fill_padded(node.key, co.N, node.b, co.scale, co.d)
+    update(view, cm, co, node, last)

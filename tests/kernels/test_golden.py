@@ -28,10 +28,10 @@ float32 state; every sum and norm within 1.7e-5 relative of the one before, the 
 runs' bits unchanged). Two GT runs whose rows take gt.fused's one pass (a ring with
 structured noise, a torus without noise) were added to that set before that pass, recorded
 by the three passes it replaced. A fourth set, tests/kernels/golden_vector.json
-(``--write-vector``), holds D²'s and EXTRA's Setup A runs on a ring, interp_ring and (EXTRA)
-a torus at d = 27 and 100, recorded by the draw then the passes before those rows came to
-take vector groups with their draw (kernels/vector_rows.py): D²'s first, EXTRA's added
-before its rows did (D²'s entries then rewritten unchanged).
+(``--write-vector``), holds D²'s, EXTRA's and ATC-GT's Setup A runs on a ring, interp_ring
+and (but D²) a torus at d = 27 and 100, recorded by the draw then the passes before those
+rows came to take vector groups with their draw (kernels/vector_rows.py): D²'s first, then
+each algorithm's added before its rows did (the entries before rewritten unchanged).
 """
 
 from __future__ import annotations
@@ -87,15 +87,16 @@ FLOAT32_KEYS = ([f"{a}/erdos_renyi/hetero_quadratic/structured" for a in ALGORIT
 
 
 #: Setup A runs whose rows came to take vector groups with their draw
-#: (kernels/vector_rows.py), recorded by the draw then the passes before they did: D² and
-#: EXTRA on a ring, interp_ring (the mean term) and, EXTRA, a torus (D² refuses it), at d
+#: (kernels/vector_rows.py), recorded by the draw then the passes before they did: D²,
+#: EXTRA and ATC-GT on a ring, interp_ring (the mean term) and a torus (D² refuses it), at d
 #: with whole groups and a partial one of both runs (27: rows of 32) and with whole groups
 #: and a padded run (100: rows of 104)
 VECTOR_TOPOLOGIES = {"ring": ("ring", {"n": 12}),
                      "interp_ring": ("interp_ring", {"n": 16, "alpha": 0.6}),
                      "torus": ("torus", {"rows": 4, "cols": 5})}
 VECTOR_KEYS = [f"{algo}/{topo}/{d}" for algo, topos in (("d2", ("ring", "interp_ring")),
-                                                        ("extra", VECTOR_TOPOLOGIES))
+                                                        ("extra", VECTOR_TOPOLOGIES),
+                                                        ("gt_atc", VECTOR_TOPOLOGIES))
                for topo in topos for d in (27, 100)]
 
 

@@ -1,7 +1,7 @@
 """LLVM IR on one value or on a vector of ``lanes`` values, for code written once as IR
 builders (``emit_*``) and emitted in either shape: the normal transform (rng.py), a row's
-mix (mixing.py), the updates of GT, D-SGD, D² and EXTRA, the homogeneous gradient, fma
-and mul, exp.
+mix (mixing.py), the updates of GT (ATC-GT's too), D-SGD, D² and EXTRA, the homogeneous
+gradient, fma and mul, exp.
 
 numba's loops vectorize scalar code well, but not everywhere: a whole generator group
 drawn as explicit vectors took 0.83-0.88x the time of the loop LLVM vectorized from the

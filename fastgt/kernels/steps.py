@@ -132,7 +132,7 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     the problem's grad_row takes both); ``last``: the last step before a record (what
     the metrics read must then be written: run_steps' ``writes``); ``draw``: False in a
     phase that evaluates no gradient, or for a row update that draws its row's gaussian
-    noise itself (GT's, D-SGD's, D²'s and EXTRA's, from co.scale and node.key). ``row`` is
+    noise itself (the vector rows' algorithms', from co.scale and node.key). ``row`` is
     inlined: one
     loop, as if written in place. An algorithm's block function calling this is compiled
     with BLOCK_FLAGS (config.py: no reference counting)."""

@@ -1,5 +1,6 @@
 """Vector rows: a gaussian step's row with its draw, in vectors of a generator group's
-coordinates, for the algorithms whose rows take it (GT, D-SGD, D², EXTRA).
+coordinates, for the algorithms whose rows take it (GT, D-SGD, D², EXTRA, ATC-GT's
+phase 0).
 
 Such a step's row of 3 or FUSED_MAX entries (rings, tori and interp_ring; the mean term's
 rows too) goes group by group: per group of 16 coordinates, the algorithm's vector group

@@ -170,48 +170,36 @@ def test_every_row_length_matches_reference(algorithm, problem):
                              x0=_x0(W.n, 5))
 
 
+@pytest.mark.parametrize("algorithm", ["gt", "dsgd"])
 @pytest.mark.parametrize("d", [16, 27, 40, 100])
 @pytest.mark.parametrize("name,params", [("ring", {"n": 12, "self_weight": 0.2}),
                                          ("torus", {"rows": 4, "cols": 5}),
                                          ("interp_ring", {"n": 16, "alpha": 0.6})])
-def test_gt_setup_a_vector_rows_have_the_passes_bits(name, params, d):
-    """GT's Setup A rows on rings, tori and interp_ring (the mean term) take their whole
-    groups of 16 coordinates in vectors, the draw inside the update (gt.noisy_group), the
-    partial last group the same way: the bits of the draw then the three passes, which a
-    topology_y equal to W takes (its x' is formed from the same W Y, its y mixed again to
-    the same values), at d with no partial group (16), one of both runs, the second
-    padded (27: rows of 32), of one run (40) and of one run padded (100: rows of 104); and
-    the dense reference's values, fed fastgt's noise (to RTOL)."""
-    W = fastgt.topology(name, **params)
-    kw = {"algorithm": "gt", "topology": W, "problem": "quadratic", "noise": "gaussian",
-          "d": d, "stepsize": GAMMA, "steps": STEPS, "record_every": RECORD, "seed": 5}
-    vectors = fastgt.run(**kw)
-    passes = fastgt.run(**kw, topology_y=fastgt.topology(name, **params))
-    np.testing.assert_array_equal(vectors.records, passes.records)
-    for key, value in vectors.state.items():
-        np.testing.assert_array_equal(value, passes.state[key], err_msg=key)
-    assert vectors.records.shape[0] == STEPS // RECORD + 2
-    _check_against_reference("gt", W, d, "quadratic", "gaussian", sigma2=2.0, x0=_x0(W.n, d))
-
-
-@pytest.mark.parametrize("d", [16, 27, 40, 100])
-@pytest.mark.parametrize("name,params", [("ring", {"n": 12, "self_weight": 0.2}),
-                                         ("torus", {"rows": 4, "cols": 5}),
-                                         ("interp_ring", {"n": 16, "alpha": 0.6})])
-def test_dsgd_setup_a_vector_rows_have_the_passes_bits(name, params, d):
-    """D-SGD's Setup A rows on rings, tori and interp_ring (the mean term) take their whole
-    groups of 16 coordinates in vectors, the draw inside the update (dsgd.noisy_group), the
-    partial last group the same way: the bits of the draw then the passes, which a step
-    that writes X takes (a record at every step), at the d of GT's test above; and the
+def test_setup_a_vector_rows_have_the_bits_of_other_passes(algorithm, name, params, d):
+    """GT's and D-SGD's Setup A rows on rings, tori and interp_ring (the mean term) take
+    their whole groups of 16 coordinates in vectors, the draw inside the update
+    (noisy_group), the partial last group the same way: the bits of the draw then the
+    passes, which GT takes with a topology_y equal to W (its x' is formed from the same
+    W Y, its y mixed again to the same values) and D-SGD on a step that writes X (a record
+    at every step), at d with no partial group (16), one of both runs, the second padded
+    (27: rows of 32), of one run (40) and of one run padded (100: rows of 104); and the
     dense reference's values, fed fastgt's noise (to RTOL)."""
     W = fastgt.topology(name, **params)
-    kw = {"algorithm": "dsgd", "topology": W, "problem": "quadratic", "noise": "gaussian",
+    kw = {"algorithm": algorithm, "topology": W, "problem": "quadratic", "noise": "gaussian",
           "d": d, "stepsize": GAMMA, "steps": STEPS, "seed": 5}
-    vectors = fastgt.run(**kw, record_every=STEPS)  # its last step only writes X
-    passes = fastgt.run(**kw, record_every=1)
-    np.testing.assert_array_equal(vectors.records[-1], passes.records[-1])
-    np.testing.assert_array_equal(vectors.state["X"], passes.state["X"])
-    _check_against_reference("dsgd", W, d, "quadratic", "gaussian", sigma2=2.0, x0=_x0(W.n, d))
+    if algorithm == "gt":
+        vectors = fastgt.run(**kw, record_every=RECORD)
+        passes = fastgt.run(**kw, record_every=RECORD, topology_y=fastgt.topology(name, **params))
+        np.testing.assert_array_equal(vectors.records, passes.records)
+        assert vectors.records.shape[0] == STEPS // RECORD + 2
+    else:
+        vectors = fastgt.run(**kw, record_every=STEPS)  # its last step only writes X
+        passes = fastgt.run(**kw, record_every=1)
+        np.testing.assert_array_equal(vectors.records[-1], passes.records[-1])
+    for key, value in vectors.state.items():
+        np.testing.assert_array_equal(value, passes.state[key], err_msg=key)
+    _check_against_reference(algorithm, W, d, "quadratic", "gaussian", sigma2=2.0,
+                             x0=_x0(W.n, d))
 
 
 def _padded_to_six(indptr, indices, weights):

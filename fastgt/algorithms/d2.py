@@ -154,7 +154,7 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
 def drawn_update(view, cm, co, node, last):
     """update with the row's draw, for a step with gaussian noise on a homogeneous
     diagonal problem (vector_rows.drawn_or_update: the vector rows where they apply)."""
-    drawn_or_update(update, group, view, cm, co, node, last, (view.Z,), True)
+    drawn_or_update(update, group, view, cm, co, node, last, (view.Z,))
 
 
 def alloc(batch):

@@ -30,10 +30,11 @@ from ..kernels.mixing import (
     prefetch_ahead,
 )
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row, noise_at
+from ..kernels.rng import fill_padded
 from ..kernels.rounding import emit_mul, stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..kernels.vector_rows import drawn_or_update, vector_group
+from ..kernels.vector_rows import drawn_row, vector_group
 from ..problems.quadratic import grad_het_exact
 from .base import Algorithm, Batch, Costs, initial_point
 
@@ -62,10 +63,13 @@ def update(view, cm, co, node, last):
     Zn[i] = x' - gamma (e + grad f_i(x')) in one pass, and mixing and update in one pass
     (fused) for a homogeneous problem, a row of m = 3 or FUSED_MAX entries and a step that
     does not write X; with gaussian noise such rows of a float64 state take drawn_update's
-    pass, the draw in it. The row's gaussian noise is drawn before (by sweep, or
-    vector_rows.drawn_or_update)."""
+    pass, the draw in it. The row's gaussian noise is drawn here (D-SGD's blocks ask sweep
+    for none)."""
     Z, Zn, X, i = view.Z, view.Zn, view.X, node.i
     gamma, d = stored(Zn, cm.gamma), Zn.shape[1]
+    if co.kind == GAUSSIAN:  # the row's noise (sweep leaves it to D-SGD: vector rows draw
+        # their own)
+        fill_padded(node.key, co.N, node.b, co.scale, co.d)
     if not DIAGONAL:
         mix_row(Zn, i, Z, cm.indptr, cm.indices, cm.w, cm.beta, cm.m0, cm.ahead)
         if last:
@@ -161,13 +165,13 @@ def group(view, cm, co, node, js, ws, g, tail):
 def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
     """Step t of cell c on row blocks [b0, b1): steps.sweep with ``update``, or with
     drawn_update for gaussian noise on a homogeneous diagonal problem (a loop of its own,
-    as GT's: gt.blocks), which draws its rows' noise itself (sweep's draw False)."""
+    as GT's: gt.blocks). D-SGD draws its rows' noise itself (sweep's draw False)."""
     Zn = state.S1[c, 1 - cur]
     view = View(state.S1[c, cur], Zn, state.S3[c], state.grads[c], (Zn,))
     if DIAGONAL and oracle.kind == GAUSSIAN and not oracle.data.hetero:
         sweep(drawn_update, view, c, t, b0, b1, last, state, mix, oracle, False)
     else:
-        sweep(update, view, c, t, b0, b1, last, state, mix, oracle)
+        sweep(update, view, c, t, b0, b1, last, state, mix, oracle, False)
 
 
 @template(**INLINE_FLAGS)
@@ -175,7 +179,13 @@ def drawn_update(view, cm, co, node, last):
     """update for a step with gaussian noise on a homogeneous diagonal problem: fused's
     rows (3 or FUSED_MAX entries, a step that does not write X) by vector_rows.drawn_row
     (a float64 state), the others by update."""
-    drawn_or_update(update, group, view, cm, co, node, last, (view.Z,), not last)
+    i = node.i
+    e0 = cm.indptr[i]
+    m = cm.indptr[i + 1] - e0
+    if not last and (m == 3 or m == FUSED_MAX) and drawn_row(group, view, cm, co, node, e0, m,
+                                                             (view.Z,)):
+        return
+    update(view, cm, co, node, last)
 
 
 def alloc(batch: Batch) -> tuple:

@@ -27,10 +27,11 @@ from ..kernels import jit, rows
 from ..kernels.lanes import scalar_intrinsic
 from ..kernels.mixing import FUSED_MAX, column_means, head3, mix3, mix5, mix_row, next2
 from ..kernels.oracles import DIAGONAL, GAUSSIAN, NONE, grad_row
+from ..kernels.rng import fill_padded
 from ..kernels.rounding import stored
 from ..kernels.specialize import template
 from ..kernels.steps import sweep
-from ..kernels.vector_rows import drawn_or_update, vector_group
+from ..kernels.vector_rows import drawn_row, vector_group
 from ..problems.quadratic import (
     emit_hom_gradient,
     grad_exact,
@@ -78,8 +79,8 @@ def update(view, cm, co, node, last):
     gaussian noise, a float64 state's rows of 3 or FUSED_MAX entries (the mean term's and
     scattered ones too) take drawn_update's one pass, the draw in it. Problems with data
     (not DIAGONAL) on fused's rows: both mixes and x' in one pass (fused_mixes), then
-    grad_row and Y's update. The row's gaussian noise is drawn before (by sweep, or
-    vector_rows.drawn_or_update)."""
+    grad_row and Y's update. The row's gaussian noise is drawn here (GT's blocks ask sweep
+    for none), before the passes."""
     X, Xn, Y, Yn, G, i = view.X, view.Xn, view.Y, view.Yn, view.G, node.i
     d = Xn.shape[1]
     paired = False  # both mixes and x' done (fused_mixes)
@@ -95,6 +96,8 @@ def update(view, cm, co, node, last):
                 fused(view, co, node, cm.indices, cm.w, e0, m, cm.beta, cm.m0, cm.m1,
                       stored(Xn, cm.gamma))
                 return
+    if co.kind == GAUSSIAN:  # the row's noise (sweep leaves it to GT: vector rows draw their own)
+        fill_padded(node.key, co.N, node.b, co.scale, co.d)
     # X, then Y, through one call site: one inlined copy of mix_row's loops to compile
     # (measured 1.5-3 s less cold compile, same speed)
     for q in range(0 if paired else 2):
@@ -293,15 +296,15 @@ def blocks(c, t, ph, cur, b0, b1, last, state, mix, oracle):
     """Step t of cell c on row blocks [b0, b1): steps.sweep with ``update``, or with
     drawn_update for gaussian noise on a homogeneous diagonal problem. Two loops over the
     rows: with drawn's branch in update's loop, noiseless steps on the ring took 1.15x
-    their time (the branch not taken; in-process alternations, Zen 3). drawn_update draws
-    its rows' noise itself (sweep's draw False)."""
+    their time (the branch not taken; in-process alternations, Zen 3). GT draws its rows'
+    noise itself (sweep's draw False)."""
     Xn, Yn = state.S1[c, 1 - cur], state.S2[c, 1 - cur]
     view = View(state.S1[c, cur], Xn, state.S2[c, cur], Yn, state.S3[c], state.grads[c],
                 (Xn, Yn))
     if DIAGONAL and oracle.kind == GAUSSIAN and not oracle.data.hetero:
         sweep(drawn_update, view, c, t, b0, b1, last, state, mix, oracle, False)
     else:
-        sweep(update, view, c, t, b0, b1, last, state, mix, oracle)
+        sweep(update, view, c, t, b0, b1, last, state, mix, oracle, False)
 
 
 @template(**INLINE_FLAGS)
@@ -310,7 +313,14 @@ def drawn_update(view, cm, co, node, last):
     or FUSED_MAX entries without topology_y by vector_rows.drawn_row (a float64 state; the
     mean term's rows too, unlike fused's: the draw dominates these steps), the others by
     update."""
-    drawn_or_update(update, group, view, cm, co, node, last, (view.X, view.Y), not cm.ysep)
+    i = node.i
+    if not cm.ysep:
+        e0 = cm.indptr[i]
+        m = cm.indptr[i + 1] - e0
+        if (m == 3 or m == FUSED_MAX) and drawn_row(group, view, cm, co, node, e0, m,
+                                                    (view.X, view.Y)):
+            return
+    update(view, cm, co, node, last)
 
 
 def alloc(batch: Batch) -> tuple:

@@ -101,7 +101,7 @@ def drawn_update(view, cm, co, node, last):
     """update's phase 0 with the row's draw, for a step with gaussian noise on a
     homogeneous diagonal problem (vector_rows.drawn_or_update: the vector rows where they
     apply)."""
-    drawn_or_update(update, group, view, cm, co, node, last, (view.Z,), True)
+    drawn_or_update(update, group, view, cm, co, node, last, (view.Z,))
 
 
 def alloc(batch):

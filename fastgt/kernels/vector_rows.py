@@ -163,16 +163,14 @@ def groups(group, view, cm, co, node, js, ws, full, left):
 
 
 @njit(**INLINE_FLAGS)
-def drawn_or_update(update, group, view, cm, co, node, last, sources, vectors):
-    """An algorithm's drawn_update (its block function's rows on a gaussian step that asks
-    sweep for no draw): where ``vectors`` allows (GT: no topology_y; D-SGD: a step that
-    does not write X), rows of 3 or FUSED_MAX entries by drawn_row (a float64 state), the
-    others drawn (fill_padded, as sweep draws them) then by ``update``."""
+def drawn_or_update(update, group, view, cm, co, node, last, sources):
+    """An algorithm's drawn_update whose other rows go as sweep takes them: rows of 3 or
+    FUSED_MAX entries by drawn_row (a float64 state), the others drawn (fill_padded, as
+    sweep draws them) then by ``update``."""
     i = node.i
     e0 = cm.indptr[i]
     m = cm.indptr[i + 1] - e0
-    if vectors and (m == 3 or m == FUSED_MAX) and drawn_row(group, view, cm, co, node, e0, m,
-                                                            sources):
+    if (m == 3 or m == FUSED_MAX) and drawn_row(group, view, cm, co, node, e0, m, sources):
         return
     fill_padded(node.key, co.N, node.b, co.scale, co.d)
     update(view, cm, co, node, last)

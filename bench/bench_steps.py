@@ -7,7 +7,8 @@
     python bench/bench_steps.py --against HEAD --b-env FASTGT_VECTOR_BITS=256 [...]
 
 f_i = ||x||^2 with the paper's Setup A (i.i.d. Gaussian gradient noise), Setup B
-(structured noise) or, --setups 0, no noise (exact gradients), d = 100, on ring, interp_ring (alpha 0.5) and a near-square torus,
+(structured noise) or, --setups 0, no noise (exact gradients), d = 100, on ring, interp_ring (alpha 0.5) and a near-square torus
+(--topologies: also an exponential graph, a hypercube, a random graph of mean degree 2 ln n),
 for every n and thread count asked. The jax baseline (bench/baselines_jax.py) runs when
 jax imports (pip install -e '.[bench]'), else it is skipped with a note. Each thread count
 runs in a fresh child process with NUMBA/OMP/OPENBLAS/MKL_NUM_THREADS and XLA_FLAGS set,
@@ -63,7 +64,11 @@ NOISELESS_GAMMA = 1e-6
 SIGMA2 = 1.0
 ALGOS = tuple(baselines.ALGORITHMS)  # every algorithm (--algorithms to choose)
 AB_ALGOS = ("gt", "dsgd")  # --against's default: the revisions compared may predate the others
-TOPOLOGIES = ("ring", "interp_ring", "torus")
+TOPOLOGIES = ("ring", "interp_ring", "torus")  # the tables' (--topologies to choose)
+#: --topologies may also name these, with rows of more than 5 entries (mixing.further_tile):
+#: an exponential graph, a hypercube (n a power of 2), a random graph of mean degree 2 ln n
+#: (connected with high probability)
+LONG_ROWS = ("exponential", "hypercube", "erdos_renyi")
 BASELINES = tuple(baselines.MIXERS)  # numpy-dense, scipy-sparse: the targets' baselines
 JAX = "jax"  # bench/baselines_jax.py, a third baseline when jax imports
 ENGINES = ("fastgt", *BASELINES, JAX)
@@ -102,6 +107,8 @@ def build_topology(name: str, n: int):
     if name == "torus":
         rows, cols = torus_shape(n)
         return fastgt.topology("torus", rows=rows, cols=cols)
+    if name == "erdos_renyi":
+        return fastgt.topology("erdos_renyi", n=n, prob=min(1.0, 2 * math.log(n) / n), seed=1)
     return fastgt.topology(name, n=n)
 
 
@@ -110,6 +117,8 @@ def topology_label(name: str, n: int) -> str:
         return "interp_ring a=0.5"
     if name == "torus":
         return "torus {}x{}".format(*torus_shape(n))
+    if name == "erdos_renyi":
+        return "erdos_renyi deg 2 ln n"
     return name
 
 
@@ -307,7 +316,7 @@ def child(args, threads: int, out_path: str) -> None:
     result = {"threads": threads, "warmup_s": warm, **common.numba_info(), "limits": lim,
               "baselines": engines, "jax": jax_version(), "cases": []}
     for n in args.n:
-        for topo in TOPOLOGIES:
+        for topo in args.topologies:
             W = build_topology(topo, n)
             mixers = make_mixers(W, engines)
             for algo in args.algorithms:
@@ -576,7 +585,7 @@ def ab_child(args, threads: int, out_path: str) -> None:
     steps = json.loads(Path(args.ab_steps).read_text()) if args.ab_steps else None
     cases = []
     for n in ab_sizes(args, threads):
-        for topo in TOPOLOGIES:
+        for topo in args.topologies:
             W = build_topology(topo, n)
             cases += [({"algorithm": a, "setup": s, "topology": topo, "n": n,
                         "label": topology_label(topo, n)}, W) for a in args.algorithms
@@ -738,6 +747,9 @@ def parse_args(argv=None):
     p.add_argument("--algorithms", type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
                    default=None, help=f"algorithms (default {','.join(ALGOS)}; with --against "
                    f"{','.join(AB_ALGOS)})")
+    p.add_argument("--topologies", type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
+                   default=list(TOPOLOGIES), help=f"topologies (default {','.join(TOPOLOGIES)}; "
+                   f"also {', '.join(LONG_ROWS)}: rows of more than 5 entries)")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     p.add_argument("--child-out", help=argparse.SUPPRESS)
     p.add_argument("--ab-steps", help=argparse.SUPPRESS)
@@ -751,6 +763,10 @@ def parse_args(argv=None):
         args.algorithms = list(AB_ALGOS if args.against else ALGOS)
     if not args.algorithms or set(args.algorithms) - set(ALGOS):
         p.error(f"--algorithms: allowed values {', '.join(ALGOS)}")
+    if not args.topologies or set(args.topologies) - set(TOPOLOGIES + LONG_ROWS):
+        p.error(f"--topologies: allowed values {', '.join(TOPOLOGIES + LONG_ROWS)}")
+    if "hypercube" in args.topologies and any(n & (n - 1) for n in args.n or [300]):
+        p.error("--n: powers of 2 only with --topologies hypercube")
     if args.d != D and not args.against:
         p.error(f"--d: allowed with --against REF only (the tables are at d = {D})")
     if args.d < 1:

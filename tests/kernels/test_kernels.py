@@ -7,10 +7,13 @@ state follow the same (float64) reference to RTOL32 (RTOL32_DRIFT for D² and EX
 their roundings allow.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 import reference as ref
 import scipy.sparse as sp
+from numba import njit
 
 import fastgt
 from fastgt.algorithms import ALGORITHMS
@@ -279,6 +282,67 @@ def test_padded_rows_mix_to_the_same_values():
     for out in outs[1:]:
         np.testing.assert_array_equal(outs[0], out)
     np.testing.assert_allclose(outs[0], 0.5 * W.to_dense() @ X + beta * mean, rtol=1e-13)
+
+
+@njit(fastmath={"contract"})
+def _entry_passes(out, X, indptr, indices, w, skip, laplacian):
+    """The twin of mix_row's entries past the first ``skip`` of each row: a pass per entry
+    along the row, out[i] += w (x_j - x_i) (``laplacian``: a float32 state's form, w
+    rounded to float32), else w x_j, in entry order (the products fused into the sums, as the kernels' contract
+    flag fuses them)."""
+    for i in range(out.shape[0]):
+        for e in range(indptr[i] + skip, indptr[i + 1]):
+            j, we = indices[e], w[e]
+            for k in range(out.shape[1]):
+                if laplacian:
+                    out[i, k] += np.float32(we) * (X[j, k] - X[i, k])
+                else:
+                    out[i, k] += we * X[j, k]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [7, 8, 40, 77])
+def test_long_rows_have_the_bits_of_a_pass_per_entry(dtype, d):
+    """Rows of more than FUSED_MAX entries (a star's centre, an exponential graph, a random
+    graph, a mean term) add their further entries TILE coordinates at a time in registers
+    (mixing.further_tile, then lines of 8, then one by one): the bits of the same rows' first
+    FUSED_MAX entries mixed by mix_row, then a pass per further entry (the twin), in both
+    element types, at widths with and without a partial tile."""
+    from fastgt.kernels.mixing import FUSED_MAX, LINE, TILE
+
+    rng = np.random.default_rng(d)
+    tops = [fastgt.topology("star", n=11), fastgt.topology("exponential", n=32),
+            fastgt.topology("erdos_renyi", n=30, prob=0.4, seed=2)]
+    X = (rng.normal(size=(32, d)) * 10).astype(dtype)
+    mean = X.mean(axis=0)
+    long_rows = 0
+    for W in tops:
+        # weights of no special form; rows padded as runs pad them (a star's leaves: 3)
+        indptr, indices, w = pad_rows(W.indptr, W.indices, rng.uniform(0.05, 0.3, (1, W.nnz)))
+        w = w[0]
+        lengths = np.diff(indptr)
+        long_rows += np.sum(lengths > FUSED_MAX)
+        # the first FUSED_MAX entries of each row: mix_row's fused pass alone
+        keep = np.concatenate([np.arange(a, min(b, a + FUSED_MAX))
+                               for a, b in itertools.pairwise(indptr)])
+        head_ptr = np.concatenate([[0], np.cumsum(np.minimum(lengths, FUSED_MAX))])
+        for beta in (0.0, 0.3):
+            out, want = (np.empty((W.n, d), dtype) for _ in range(2))
+            for i in range(W.n):
+                mix_row(out, np.int64(i), X, indptr, indices, w, beta, mean, np.int64(0))
+                mix_row(want, np.int64(i), X, head_ptr.astype(indptr.dtype), indices[keep],
+                        w[keep], beta, mean, np.int64(0))
+            _entry_passes(want, X, indptr, indices, w, FUSED_MAX, dtype == np.float32)
+            np.testing.assert_array_equal(out, want)
+            dense = sp.csr_matrix((w, indices, indptr), shape=(W.n, W.n)).toarray()
+            X64 = X[:W.n].astype(np.float64)
+            mixed = dense @ X64 + beta * mean
+            if dtype == np.float32:  # x_i + sum_j w_ij (x_j - x_i), the mean term's too
+                mixed += (1 - dense.sum(axis=1, keepdims=True) - beta) * X64
+            # to a few roundings of the terms (about 10 x a weight of 0.3): cancellation
+            np.testing.assert_allclose(out, mixed, rtol=0,
+                                       atol=1e-13 if dtype == np.float64 else 1e-4)
+    assert long_rows >= 3 and (TILE, LINE) == (32, 8)
 
 
 @pytest.mark.parametrize("algorithm", ALGOS)

@@ -15,7 +15,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..config import INLINE_FLAGS, NJIT_FLAGS, SCALAR_FLAGS, SMALL_RUN
-from .lanes import I64, Lanes, element_pointer
+from .lanes import Lanes
 from .rounding import F32, FLOATS, prefetch_row, stored
 
 #: index 0 as a typed int64 for kernel calls: a literal 0 argument would make numba compile
@@ -24,15 +24,8 @@ ROW0 = np.int64(0)
 BLOCKS_MAX = 256
 ROWS_MIN = 8
 #: CSR entries mixed in the first, fused pass over a row (the self loop and up to 4
-#: neighbours: a ring or a 2-d torus in one pass); the further entries are then added to
-#: TILE coordinates at a time, their sums in registers (further_tile), the rest of the row
-#: a cache line's doubles at a time (further_line), then one by one (further_one)
+#: neighbours: a ring or a 2-d torus in one pass); each further entry takes its own pass
 FUSED_MAX = 5
-#: TILE: 4 cache lines of doubles, 8 AVX2 vectors of sums (at d = 128, GT's noiseless step
-#: on an exponential graph of 256 took 0.82x the time of a pass per entry, 0.91x with
-#: tiles of one line, and a star's step 0.97x where tiles of one line took 1.2x: a row's
-#: further entries are rows apart, one line each per tile); LINE: a cache line of doubles
-TILE, LINE = 32, 8
 
 
 #: a step in chain order (Mixing.chain) goes along its chains in batches of this many rows
@@ -143,71 +136,6 @@ def pull(typingctx, out, w, xj, xi):
     return ty(out, ty, ty, ty), codegen
 
 
-def emit_entries(L, single, acc, xi, e_from, e_to, term):
-    """acc plus the terms (emit_pull) of CSR entries e_from to e_to - 1, added in entry order
-    in a loop, acc in registers: ``term(e)`` = the entry's weight and x_j in L's shape."""
-    b = L.b
-    cell = cgutils.alloca_once_value(b, acc)  # promoted to a register (mem2reg)
-    with cgutils.for_range_slice(b, e_from, e_to, I64(1)) as (e, _):
-        w, xj = term(e)
-        b.store(b.fadd(b.load(cell), emit_pull(L, single, w, xj, xi)), cell)
-    return b.load(cell)
-
-
-def _further(name: str, lanes: int):
-    """The intrinsic ``name``: out[i, k..] += the terms of row i's CSR entries e_from to
-    e_to - 1, in entry order, as mix_row's pass per entry added them, at ``lanes``
-    coordinates from k of C arrays (or at k alone: lanes 0): the same operations on each
-    coordinate, in the same order, the sums kept in registers across entries where a pass
-    per entry stored and loaded them again."""
-
-    def typer(typingctx, out, X, i, k, indices, w, e_from, e_to):
-        ty = _row_type(out)
-        if (ty is None or not isinstance(X, types.Array) or X.dtype != ty or X.ndim != 2
-                or out.ndim != 2 or lanes and not (out.layout == X.layout == "C")
-                or not (isinstance(indices, types.Array) and isinstance(indices.dtype,
-                                                                        types.Integer))
-                or not (isinstance(w, types.Array) and w.dtype in FLOATS)
-                or not all(isinstance(t, types.Integer) for t in (i, k, e_from, e_to))):
-            return None
-        sig = types.void(out, X, i, k, indices, w, e_from, e_to)
-
-        def codegen(context, builder, sig, args):
-            L = Lanes(builder, lanes, fp=context.get_value_type(ty))
-            aty, xty = sig.args[:2]
-            i64, k64, e0, e1 = (context.cast(builder, args[n], sig.args[n], types.int64)
-                                for n in (2, 3, 6, 7))
-            align = ty.bitwidth // 8
-
-            def at(arr, arr_ty, row):
-                return element_pointer(context, builder, arr_ty, arr, [row, k64], L.fty)
-
-            def item(n, e):
-                v = builder.load(element_pointer(context, builder, sig.args[n], args[n], [e]))
-                return context.cast(builder, v, sig.args[n].dtype, (types.int64, ty)[n - 4])
-
-            def term(e):
-                return L.splat(item(5, e)), builder.load(at(args[1], xty, item(4, e)),
-                                                         align=align)
-
-            dest = at(args[0], aty, i64)
-            xi = builder.load(at(args[1], xty, i64), align=align) if ty == F32 else None
-            acc = emit_entries(L, ty == F32, builder.load(dest, align=align), xi, e0, e1, term)
-            builder.store(acc, dest, align=align)
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    typer.__name__ = typer.__qualname__ = name
-    typer.__doc__ = _further.__doc__.replace("``name``", name).replace("``lanes``", str(lanes))
-    return intrinsic(typer)
-
-
-further_tile, further_line, further_one = (_further("further_tile", TILE),
-                                           _further("further_line", LINE),
-                                           _further("further_one", 0))
-
-
 @intrinsic
 def mixed(typingctx, out, xi, ws, xs):
     """Row i's value, as ``out`` holds it, from its terms in order (emit_mixed): ws and xs are
@@ -261,30 +189,12 @@ def next2(out, indices, w, e0):
     return j3, w3, j4, w4
 
 
-@njit(**NJIT_FLAGS)
-def further_entries(out, X, i, indices, w, e_from, e_to):
-    """out[i] += the terms of row i's CSR entries e_from to e_to - 1 (mix_row's entries past
-    its fused pass), tile by tile, then line by line, then one by one. A call, not inlined:
-    its loops inside the loops of every step kernel that mixes rows slowed GT's noiseless
-    ring, whose rows never take them, from 0.78-0.80 ns to 0.87-0.91."""
-    d = out.shape[1]
-    tiles, lines = d - d % TILE, d - d % LINE
-    for k in range(0, tiles, TILE):
-        further_tile(out, X, i, k, indices, w, e_from, e_to)
-    for k in range(tiles, lines, LINE):
-        further_line(out, X, i, k, indices, w, e_from, e_to)
-    for k in range(lines, d):
-        further_one(out, X, i, k, indices, w, e_from, e_to)
-
-
 @njit(**INLINE_FLAGS)
 def mix_row(out, i, X, indptr, indices, w, beta, mean, ahead):
     """out[i] = beta * mean + sum_e w_e X[j_e] over row i's CSR entries e, added in entry
     order. A row's first 3 entries, or first FUSED_MAX if it has that many, take one pass
-    (a loop for each of the two counts, vectorizing with its rows' pointers known); the
-    further entries are then added in entry order, TILE coordinates at a time in registers
-    (further_tile: the sums a pass per entry gave); the entry of a row of one takes a pass
-    of its own.
+    (a loop for each of the two counts, vectorizing with its rows' pointers known); every
+    further entry, and the entry of a row of one, takes a pass of its own.
     Runs pad rows of 2 and 4 entries to 3 and 5 (pad_rows), so that they too are fused.
 
     The first product is written before ``beta * mean`` so that FMA contraction fuses each
@@ -313,8 +223,10 @@ def mix_row(out, i, X, indptr, indices, w, beta, mean, ahead):
             for k in range(d):
                 out[i, k] += we * X[j, k]
         return
-    if e0 + FUSED_MAX < e1:
-        further_entries(out, X, i, indices, w, e0 + FUSED_MAX, e1)
+    for e in range(e0 + FUSED_MAX, e1):  # a pass per further entry
+        j, we = entry(out, indices, w, e)
+        for k in range(d):
+            out[i, k] += pull(out, we, X[j, k], X[i, k])
 
 
 def pad_rows(indptr, indices, weights):

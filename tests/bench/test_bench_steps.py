@@ -69,3 +69,27 @@ def test_dtype_is_an_ab_option():
     res = bench_steps.ab_run(case, W, 2, 1, 1, 4, "float32")
     assert res.state["X"].dtype == np.float32
     assert bench_steps.ab_run(case, W, 2, 1, 1, 4).state["X"].dtype == np.float64
+
+
+def test_topologies_option():
+    """--topologies chooses the topologies (default the tables'), the long rows' among
+    them; an unknown one, and a hypercube at an n that is not a power of 2, exit 2."""
+    assert bench_steps.parse_args([]).topologies == list(bench_steps.TOPOLOGIES)
+    args = bench_steps.parse_args(["--topologies", "exponential, hypercube", "--n", "64"])
+    assert args.topologies == ["exponential", "hypercube"]
+    for argv in (["--topologies", "grid"], ["--topologies", ""],
+                 ["--topologies", "hypercube", "--n", "300"]):
+        with pytest.raises(SystemExit) as exc:
+            bench_steps.parse_args(argv)
+        assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("topology", bench_steps.LONG_ROWS)
+def test_long_row_topologies_agree_with_the_baselines(topology):
+    """The long rows' topologies (rows of more than 5 entries at n = 64) build, and GT's
+    numpy and scipy baselines agree with fastgt on them (jax has no stencil for them)."""
+    W = bench_steps.build_topology(topology, 64)
+    assert W.n == 64 and np.diff(W.indptr).max() > 5
+    mixers = bench_steps.make_mixers(W, bench_steps.BASELINES)
+    assert set(mixers) == set(bench_steps.BASELINES)
+    assert bench_steps.check_same("gt", W, mixers) <= bench_steps.CHECK_TOL

@@ -7,12 +7,13 @@
     python bench/bench_steps.py --against HEAD --b-env FASTGT_VECTOR_BITS=256 [...]
 
 f_i = ||x||^2 with the paper's Setup A (i.i.d. Gaussian gradient noise), Setup B
-(structured noise) or, --setups 0, no noise (exact gradients), d = 100, on ring, interp_ring (alpha 0.5) and a near-square torus
-(--topologies: also an exponential graph, a hypercube, a random graph of mean degree 2 ln n),
-for every n and thread count asked. The jax baseline (bench/baselines_jax.py) runs when
-jax imports (pip install -e '.[bench]'), else it is skipped with a note. Each thread count
-runs in a fresh child process with NUMBA/OMP/OPENBLAS/MKL_NUM_THREADS and XLA_FLAGS set,
-so numba, BLAS and XLA are all limited; the parent gathers the children's JSON and prints
+(structured noise) or, --setups 0, no noise (exact gradients), d = 100, on ring, interp_ring
+(alpha 0.5) and a near-square torus (--topologies: also an exponential graph, a hypercube,
+a random graph of mean degree 2 ln n), for every n and thread count asked. The jax
+baseline (bench/baselines_jax.py) runs when jax imports (pip install -e '.[bench]'), else
+it is skipped with a note. Each thread count runs in a fresh child process with
+NUMBA/OMP/OPENBLAS/MKL_NUM_THREADS and XLA_FLAGS set, so numba, BLAS and XLA are all
+limited; the parent gathers the children's JSON and prints
 one Markdown table (ns per node-dimension-step, median and min of interleaved repeats,
 speedup ratios of medians) and, with --json, writes the same data as JSON. Before timing,
 every case checks that the baselines and fastgt give the same noiseless iterates (to
@@ -65,9 +66,10 @@ SIGMA2 = 1.0
 ALGOS = tuple(baselines.ALGORITHMS)  # every algorithm (--algorithms to choose)
 AB_ALGOS = ("gt", "dsgd")  # --against's default: the revisions compared may predate the others
 TOPOLOGIES = ("ring", "interp_ring", "torus")  # the tables' (--topologies to choose)
-#: --topologies may also name these, with rows of more than 5 entries (mixing.further_tile):
-#: an exponential graph, a hypercube (n a power of 2), a random graph of mean degree 2 ln n
-#: (connected with high probability)
+#: --topologies may also name these, whose rows are longer than the 5 entries mix_row mixes
+#: in one pass (mixing.FUSED_MAX; the further ones a pass each) from n = 32: an exponential
+#: graph, a hypercube (n a power of 2), a random graph of mean degree 2 ln n (the first
+#: seed from 1 that makes it connected)
 LONG_ROWS = ("exponential", "hypercube", "erdos_renyi")
 BASELINES = tuple(baselines.MIXERS)  # numpy-dense, scipy-sparse: the targets' baselines
 JAX = "jax"  # bench/baselines_jax.py, a third baseline when jax imports
@@ -108,7 +110,12 @@ def build_topology(name: str, n: int):
         rows, cols = torus_shape(n)
         return fastgt.topology("torus", rows=rows, cols=cols)
     if name == "erdos_renyi":
-        return fastgt.topology("erdos_renyi", n=n, prob=min(1.0, 2 * math.log(n) / n), seed=1)
+        for seed in range(1, 100):
+            try:
+                return fastgt.topology("erdos_renyi", n=n, prob=2 * math.log(n) / n, seed=seed)
+            except fastgt.errors.DegenerateGraphError:  # disconnected: the next seed
+                continue
+        raise SystemExit(f"no connected erdos_renyi graph of n = {n} in 99 seeds")
     return fastgt.topology(name, n=n)
 
 
@@ -118,7 +125,7 @@ def topology_label(name: str, n: int) -> str:
     if name == "torus":
         return "torus {}x{}".format(*torus_shape(n))
     if name == "erdos_renyi":
-        return "erdos_renyi deg 2 ln n"
+        return "erdos_renyi 2ln n"
     return name
 
 
@@ -749,7 +756,7 @@ def parse_args(argv=None):
                    f"{','.join(AB_ALGOS)})")
     p.add_argument("--topologies", type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
                    default=list(TOPOLOGIES), help=f"topologies (default {','.join(TOPOLOGIES)}; "
-                   f"also {', '.join(LONG_ROWS)}: rows of more than 5 entries)")
+                   f"also {', '.join(LONG_ROWS)}: longer rows)")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     p.add_argument("--child-out", help=argparse.SUPPRESS)
     p.add_argument("--ab-steps", help=argparse.SUPPRESS)
@@ -766,7 +773,7 @@ def parse_args(argv=None):
     if not args.topologies or set(args.topologies) - set(TOPOLOGIES + LONG_ROWS):
         p.error(f"--topologies: allowed values {', '.join(TOPOLOGIES + LONG_ROWS)}")
     if "hypercube" in args.topologies and any(n & (n - 1) for n in args.n or [300]):
-        p.error("--n: powers of 2 only with --topologies hypercube")
+        p.error("--topologies hypercube needs --n of powers of 2 (the default n are not)")
     if args.d != D and not args.against:
         p.error(f"--d: allowed with --against REF only (the tables are at d = {D})")
     if args.d < 1:

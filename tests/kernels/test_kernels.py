@@ -306,8 +306,11 @@ def test_long_rows_have_the_bits_of_a_pass_per_entry(dtype, d):
     """Rows of more than FUSED_MAX entries (a star's centre, an exponential graph, a random
     graph, a mean term) add their further entries after mix_row's fused pass in entry
     order: the bits of the same rows' first FUSED_MAX entries mixed by mix_row, then a pass
-    per further entry (the twin), in both element types. It guards the sums' order, which
-    a faster long row (docs/performance.md, Rows of more than 5 entries) must keep."""
+    per further entry (the twin), in both element types; and within the roundings' bound
+    of the exact mix. It guards the order of the further entries' sums, which a faster
+    long row must keep (docs/performance.md, Rows of more than 5 entries: forms that take
+    a row in vectors of 8 or 32 coordinates, hence the widths, with and without a partial
+    vector of either)."""
     from fastgt.kernels.mixing import FUSED_MAX
 
     rng = np.random.default_rng(d)
@@ -334,14 +337,27 @@ def test_long_rows_have_the_bits_of_a_pass_per_entry(dtype, d):
                         w[keep], beta, mean, np.int64(0))
             _entry_passes(want, X, indptr, indices, w, FUSED_MAX, dtype == np.float32)
             np.testing.assert_array_equal(out, want)
-            dense = sp.csr_matrix((w, indices, indptr), shape=(W.n, W.n)).toarray()
-            X64 = X[:W.n].astype(np.float64)
-            mixed = dense @ X64 + beta * mean
-            if dtype == np.float32:  # x_i + sum_j w_ij (x_j - x_i), the mean term's too
-                mixed += (1 - dense.sum(axis=1, keepdims=True) - beta) * X64
-            # to a few roundings of the terms (about 10 x a weight of 0.3): cancellation
-            np.testing.assert_allclose(out, mixed, rtol=0,
-                                       atol=1e-13 if dtype == np.float64 else 1e-4)
+            # the exact mix of the weights as the state holds them (float32: rounded)
+            wr, br = w.astype(dtype).astype(np.float64), float(dtype(beta))
+            X64, m64 = X[:W.n].astype(np.float64), mean.astype(np.float64)
+            rows = np.repeat(np.arange(W.n), lengths)
+            mixed = np.zeros((W.n, d))
+            np.add.at(mixed, rows, wr[:, None] * X64[indices])
+            mixed += br * m64
+            # what the roundings can move: each of a row's terms and sums rounds once at
+            # the size of the terms, m + 2 roundings of unit u (float32: the Laplacian
+            # form x_i + sum_j w_ij (x_j - x_i), its differences rounded too)
+            size = np.zeros((W.n, d))
+            if dtype == np.float32:
+                mixed += (1 - np.bincount(rows, wr, W.n)[:, None] - br) * X64
+                np.add.at(size, rows, np.abs(wr[:, None] * (X64[indices] - X64[rows])))
+                size += np.abs(X64) + abs(br) * np.abs(m64 - X64)
+            else:
+                np.add.at(size, rows, np.abs(wr[:, None] * X64[indices]))
+                size += abs(br) * np.abs(m64)
+            u = np.finfo(dtype).eps / 2
+            bound = 2 * (lengths[:, None] + 2) * u * size
+            assert np.all(np.abs(out - mixed) <= bound)
     assert long_rows >= 3
 
 

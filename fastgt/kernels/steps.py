@@ -133,9 +133,8 @@ def sweep(row, view, c, t, b0, b1, last, state, mix, oracle, draw=True):
     the metrics read must then be written: run_steps' ``writes``); ``draw``: False in a
     phase that evaluates no gradient, or for a row update that draws its row's gaussian
     noise itself (the vector rows' algorithms', from co.scale and node.key). ``row`` is
-    inlined: one
-    loop, as if written in place. An algorithm's block function calling this is compiled
-    with BLOCK_FLAGS (config.py: no reference counting)."""
+    inlined: one loop, as if written in place. An algorithm's block function calling this
+    is compiled with BLOCK_FLAGS (config.py: no reference counting)."""
     n = mix.indptr.shape[1] - 1  # the state may have more (zero) rows: Batch.rows
     nb = state.scratch.shape[1]
     pc = state.part[c]
